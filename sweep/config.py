@@ -1,0 +1,257 @@
+"""YAML -> frozen, validated config objects.
+
+Every check raises `ConfigError` whose message is one line starting with the offending key
+path (`model.beta: ...`). Sections are dataclasses whose fields carry their own rule in
+`metadata`, so adding a model parameter is adding one field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A mistake in a config or its overrides; str() names the key or file in one line."""
+
+
+def _rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
+          nullable=False):
+    return {"kind": kind, "choices": choices, "low": low, "high": high,
+            "low_open": low_open, "high_open": high_open, "nullable": nullable}
+
+
+def _field(default, kind: type, **rule):
+    return field(default=default, metadata=_rule(kind, **rule))
+
+
+@dataclass(frozen=True)
+class Model:
+    attention: str = _field("softmax", str, choices=("softmax", "unnormalized"))
+    beta: float = _field(1.0, float, low=0.0)
+    d: int = _field(3, int, low=2)
+    n: int = _field(32, int, low=1)
+
+
+@dataclass(frozen=True)
+class Init:
+    kind: str = _field("uniform", str, choices=("uniform", "orthonormal", "equiangular"))
+    overlap: float = _field(0.0, float, low=0.0, high=1.0, high_open=True)
+    jitter: float = _field(0.0, float, low=0.0)
+
+
+@dataclass(frozen=True)
+class Integrate:
+    method: str = _field("euler", str, choices=("euler", "rk4"))
+    dt: float = _field(0.1, float, low=0.0, low_open=True)
+    t_max: float = _field(30.0, float, low=0.0, low_open=True)
+    save_every: float = _field(0.5, float, low=0.0, low_open=True)
+    cluster_eps: float = _field(1.0e-3, float, low=0.0, high=2.0, low_open=True)
+    dtype: str = _field("float64", str, choices=("float64", "float32"))
+
+    @property
+    def save_stride(self) -> int:
+        """Steps between saves (save_every / dt, checked whole at load time)."""
+        return round(self.save_every / self.dt)
+
+    @property
+    def n_saves(self) -> int:
+        return round(self.t_max / self.save_every) + 1
+
+    @property
+    def n_steps(self) -> int:
+        return (self.n_saves - 1) * self.save_stride
+
+
+@dataclass(frozen=True)
+class Output:
+    path: str = _field("", str)
+    positions: str = _field("none", str, choices=("none", "final", "trajectory"))
+
+
+SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    model: Model
+    init: Init
+    integrate: Integrate
+    output: Output
+    grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.grid
+    source: Path | None = None  # the YAML file, for resolving relative input paths
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "model": asdict(self.model), "init": asdict(self.init),
+                "integrate": asdict(self.integrate), "grid": self.grid,
+                "output": asdict(self.output)}
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @property
+    def hash(self) -> str:
+        """Hash of everything that decides the results (not where they are written)."""
+        d = self.to_dict()
+        d["output"] = {"positions": self.output.positions}
+        return stable_hash(d)
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+# ---------------------------------------------------------------- values and sections
+
+def check_value(key: str, value: Any, rule: dict) -> Any:
+    """Coerce and check one scalar against its rule; return the clean value."""
+    kind = rule["kind"]
+    if value is None and rule["nullable"]:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {value!r}")
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"{key}: must be finite, got {value!r}")
+    if rule["choices"] is not None and value not in rule["choices"]:
+        allowed = " | ".join(rule["choices"])
+        raise ConfigError(f"{key}: {value!r} is not one of {allowed}")
+    low, high = rule["low"], rule["high"]
+    if low is not None and (value <= low if rule["low_open"] else value < low):
+        raise ConfigError(f"{key}: must be {'>' if rule['low_open'] else '>='} {low}, "
+                          f"got {value!r}")
+    if high is not None and (value >= high if rule["high_open"] else value > high):
+        raise ConfigError(f"{key}: must be {'<' if rule['high_open'] else '<='} {high}, "
+                          f"got {value!r}")
+    return value
+
+
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}
+
+
+def build_section(cls: type, raw: Any, where: str):
+    """Build the frozen dataclass `cls` from a mapping, naming `where.key` on any error."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {raw!r}")
+    known = {f.name: f for f in fields(cls)}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown key (allowed: {', '.join(known)})")
+    clean = {k: check_value(f"{where}.{k}", v, known[k].metadata) for k, v in raw.items()}
+    return cls(**clean)
+
+
+def field_rule(section: str, key: str) -> dict:
+    return {f.name: f.metadata for f in fields(SECTIONS[section])}[key]
+
+
+def with_value(obj, section: str, key: str, value: Any, where: str):
+    """A copy of section object `obj` with `key` set to `value`, checked under name `where`."""
+    return replace(obj, **{key: check_value(where, value, field_rule(section, key))})
+
+
+# ---------------------------------------------------------------- cross-field rules
+
+def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> None:
+    """Rules that involve several keys; `where` says which grid point is meant."""
+    at = f" ({where})" if where else ""
+    if init.kind == "orthonormal" and model.n > model.d:
+        raise ConfigError(f"init.kind: orthonormal needs n <= d, got n={model.n}, "
+                          f"d={model.d}{at}")
+    if init.kind == "equiangular" and init.overlap > 0 and model.n + 1 > model.d:
+        raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
+                          f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
+    stride = integ.save_every / integ.dt
+    if abs(stride - round(stride)) > 1e-9 * stride or round(stride) < 1:
+        raise ConfigError(f"integrate.save_every: must be a whole multiple of dt "
+                          f"({integ.save_every} / {integ.dt} = {stride:g}){at}")
+    saves = integ.t_max / integ.save_every
+    if abs(saves - round(saves)) > 1e-9 * saves or round(saves) < 1:
+        raise ConfigError(f"integrate.t_max: must be a whole multiple of save_every "
+                          f"({integ.t_max} / {integ.save_every} = {saves:g}){at}")
+
+
+# ---------------------------------------------------------------- loading
+
+TOP_KEYS = ("name", "model", "init", "integrate", "grid", "output")
+
+
+def read_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "malformed YAML"
+        raise ConfigError(f"{path}:{line}: {problem}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return raw
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    """Apply `KEY=VALUE` overrides (dotted path, YAML-typed value) to a raw config mapping."""
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {item}: expected KEY=VALUE")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            raise ConfigError(f"--set {key}: value {text!r} is not valid YAML") from None
+        node = raw
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {key}: {part} is not a section")
+            node = child
+        node[parts[-1]] = value
+    return raw
+
+
+def load(path: str | Path, overrides: list[str] = ()) -> Config:
+    """Read, override and validate a config file (grid values are checked by sweep.grid)."""
+    path = Path(path)
+    raw = apply_overrides(read_yaml(path), list(overrides))
+    return from_dict(raw, source=path)
+
+
+def from_dict(raw: dict, source: Path | None = None) -> Config:
+    for key in raw:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"{key}: unknown top-level key (allowed: {', '.join(TOP_KEYS)})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("name: required, a non-empty string naming the outputs")
+    if "/" in name or name.startswith("."):
+        raise ConfigError(f"name: {name!r} must not contain '/' or start with '.'")
+    sections = {s: build_section(cls, raw.get(s), s) for s, cls in SECTIONS.items()}
+    output = build_section(Output, raw.get("output"), "output")
+    if not output.path:
+        output = replace(output, path=f"results/{name}.nc")
+    grid = raw.get("grid") or {}
+    if not isinstance(grid, dict):
+        raise ConfigError(f"grid: expected a mapping of axes, got {grid!r}")
+    return Config(name=name, output=output, grid=grid, source=source, **sections)

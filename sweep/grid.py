@@ -1,0 +1,213 @@
+"""Expand a config's grid into jobs: deterministic order, stable ids, shards.
+
+Axes form a Cartesian product in the order they are declared; a `zip` group is one axis whose
+keys vary together (one dimension, named after its first key). Job `index` is the C-order
+position in that product, so results reshape straight into the labelled array.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from sweep.config import (
+    SECTIONS,
+    Config,
+    ConfigError,
+    check_job,
+    check_value,
+    field_rule,
+    stable_hash,
+)
+
+SEED_RULE = {"kind": int, "choices": None, "low": 0, "high": None,
+             "low_open": False, "high_open": False, "nullable": False}
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One dimension of the results. keys[k] takes values[k][i] at position i."""
+
+    keys: tuple[str, ...]            # short names; keys[0] names the dimension
+    sections: tuple[str | None, ...]  # "model" | "init" | "integrate" | None for seed
+    values: tuple[tuple, ...]
+    log: bool = False                # declared with logspace (threshold interpolates in log)
+
+    @property
+    def name(self) -> str:
+        return self.keys[0]
+
+    def __len__(self) -> int:
+        return len(self.values[0])
+
+
+@dataclass(frozen=True)
+class Job:
+    index: int
+    id: str
+    params: dict[str, Any]  # short name -> value, for every swept key
+    model: Any
+    init: Any
+    integrate: Any
+    seed: int
+
+    def describe(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.params.items())
+
+
+# ---------------------------------------------------------------- axis declarations
+
+def resolve(name: str, where: str) -> tuple[str | None, str]:
+    """Axis name -> (section, key). Short names must be unique across sections."""
+    if name == "seed":
+        return None, "seed"
+    if "." in name:
+        section, _, key = name.partition(".")
+        if section in SECTIONS and key in _keys(section):
+            return section, key
+        raise ConfigError(f"{where}: {name!r} is not a sweepable key")
+    owners = [s for s in SECTIONS if name in _keys(s)]
+    if len(owners) == 1:
+        return owners[0], name
+    if owners:
+        raise ConfigError(f"{where}: {name!r} is ambiguous, write one of "
+                          + ", ".join(f"{s}.{name}" for s in owners))
+    raise ConfigError(f"{where}: unknown axis {name!r} (a key of model, init or integrate, "
+                      "or seed)")
+
+
+def _keys(section: str) -> tuple[str, ...]:
+    return tuple(SECTIONS[section].__dataclass_fields__)
+
+
+def axis_values(spec: Any, where: str) -> tuple[list, bool]:
+    """A value declaration -> (list of values, declared as logspace)."""
+    if isinstance(spec, list):
+        if not spec:
+            raise ConfigError(f"{where}: an axis needs at least one value")
+        return spec, False
+    if isinstance(spec, dict) and len(spec) == 1:
+        (form, args), = spec.items()
+        if form in ("linspace", "logspace"):
+            a, b, num = _args(args, 3, where, form)
+            if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+                raise ConfigError(f"{where}.{form}: num must be a positive integer, got {num!r}")
+            for v in (a, b):
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise ConfigError(f"{where}.{form}: expected numbers, got {v!r}")
+            fn = np.linspace if form == "linspace" else np.logspace
+            return [float(v) for v in fn(a, b, num)], form == "logspace"
+        if form == "range":
+            args = _args(args, (2, 3), where, form)
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in args):
+                raise ConfigError(f"{where}.range: expected integers, got {args!r}")
+            if len(args) == 3 and args[2] == 0:
+                raise ConfigError(f"{where}.range: step must not be 0")
+            values = list(range(*args))
+            if not values:
+                raise ConfigError(f"{where}.range: {args!r} is empty")
+            return values, False
+    raise ConfigError(f"{where}: expected a list, or one of {{linspace|logspace|range: [...]}},"
+                      f" got {spec!r}")
+
+
+def _args(args: Any, count, where: str, form: str) -> list:
+    counts = count if isinstance(count, tuple) else (count,)
+    if not isinstance(args, list) or len(args) not in counts:
+        want = " or ".join(str(c) for c in counts)
+        raise ConfigError(f"{where}.{form}: expected a list of {want} values, got {args!r}")
+    return args
+
+
+def _checked(section: str | None, key: str, values: list, where: str) -> tuple:
+    rule = SEED_RULE if section is None else field_rule(section, key)
+    clean = tuple(check_value(f"{where}[{i}]", v, rule) for i, v in enumerate(values))
+    if len(set(clean)) != len(clean):
+        raise ConfigError(f"{where}: values must be distinct, got {list(clean)!r}")
+    return clean
+
+
+def _zip_axis(group: Any, where: str) -> Axis:
+    if not isinstance(group, dict) or not group:
+        raise ConfigError(f"{where}: expected a mapping of axes that vary together")
+    keys, sections, values, log = [], [], [], False
+    for name, spec in group.items():
+        section, key = resolve(str(name), f"{where}.{name}")
+        vals, is_log = axis_values(spec, f"{where}.{name}")
+        rule = SEED_RULE if section is None else field_rule(section, key)
+        vals = tuple(check_value(f"{where}.{name}[{i}]", v, rule) for i, v in enumerate(vals))
+        if values and len(vals) != len(values[0]):
+            raise ConfigError(f"{where}.{name}: has {len(vals)} values, but "
+                              f"{keys[0]} has {len(values[0])}")
+        log = log or (is_log and not keys)
+        keys.append(key)
+        sections.append(section)
+        values.append(vals)
+    if len(set(values[0])) != len(values[0]):
+        raise ConfigError(f"{where}.{keys[0]}: values must be distinct")
+    return Axis(tuple(keys), tuple(sections), tuple(values), log)
+
+
+def axes(config: Config) -> list[Axis]:
+    """The grid's axes in declaration order, a `seed: [0]` axis appended if none is given."""
+    out: list[Axis] = []
+    for name, spec in config.grid.items():
+        name = str(name)
+        if spec is None:  # `--set grid.d=null` drops an axis
+            continue
+        if name == "zip":
+            if not isinstance(spec, list):
+                raise ConfigError("grid.zip: expected a list of groups")
+            out += [_zip_axis(g, f"grid.zip[{i}]") for i, g in enumerate(spec)]
+            continue
+        section, key = resolve(name, f"grid.{name}")
+        vals, log = axis_values(spec, f"grid.{name}")
+        out.append(Axis((key,), (section,), (_checked(section, key, vals, f"grid.{name}"),),
+                        log))
+    seen: set[str] = set()
+    for axis in out:
+        for key in axis.keys:
+            if key in seen:
+                raise ConfigError(f"grid.{key}: swept twice")
+            seen.add(key)
+    if "seed" not in seen:
+        out.append(Axis(("seed",), (None,), ((0,),)))
+    return out
+
+
+# ---------------------------------------------------------------- jobs
+
+def expand(config: Config) -> list[Job]:
+    """Every grid point as a Job, in C order of the axes; every combination is checked."""
+    grid = axes(config)
+    base = {s: getattr(config, s) for s in SECTIONS}
+    jobs = []
+    for index, position in enumerate(itertools.product(*(range(len(a)) for a in grid))):
+        sections, params, seed = dict(base), {}, 0
+        for axis, i in zip(grid, position):
+            for key, section, vals in zip(axis.keys, axis.sections, axis.values):
+                params[key] = vals[i]
+                if section is None:
+                    seed = vals[i]
+                else:
+                    sections[section] = replace(sections[section], **{key: vals[i]})
+        where = f"grid point {index}: " + ", ".join(f"{k}={v}" for k, v in params.items())
+        check_job(sections["model"], sections["init"], sections["integrate"], where)
+        job_id = stable_hash({**{s: asdict(o) for s, o in sections.items()}, "seed": seed,
+                              "positions": config.output.positions})
+        jobs.append(Job(index, job_id, params, seed=seed, **sections))
+    return jobs
+
+
+def shape(config: Config) -> tuple[int, ...]:
+    return tuple(len(a) for a in axes(config))
+
+
+def shard(jobs: list[Job], i: int, k: int) -> list[Job]:
+    """Shard i of k (0-based): jobs assigned round-robin by index."""
+    if k < 1 or not 0 <= i < k:
+        raise ConfigError(f"--shard {i}/{k}: need 0 <= I < K")
+    return [job for job in jobs if job.index % k == i]

@@ -1,0 +1,13 @@
+"""The one place that sets Numba's compilation options.
+
+`cache=True` so a warm start costs milliseconds; `nogil=True` so many jobs can run on threads
+at once; `error_model="numpy"` so a division by zero gives inf/nan instead of raising (a
+blow-up is a result, reported through `status`); no fastmath, because the kernels are checked
+against a NumPy reference to 1e-12 and fastmath reorders sums.
+"""
+
+import numba
+
+OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
+
+jit = numba.njit(**OPTIONS)

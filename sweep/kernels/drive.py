@@ -1,0 +1,44 @@
+"""The whole time integration of one system in one compiled call.
+
+Observables are recorded at save points 0, stride, 2 stride, ... steps, inside compiled code,
+so a job is one kernel call whatever its length.
+"""
+
+import numpy as np
+
+from sweep.kernels._jit import jit
+from sweep.kernels.integrators import step
+from sweep.kernels.observables import observe
+from sweep.kernels.sphere import all_finite
+
+OK = 0
+NONFINITE = 1
+STOPPED = 3
+
+
+@jit
+def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
+    """Advance x: [n, d] in place, recording observables at each of obs.shape[0] saves.
+
+    obs: [n_saves, N_OBS] float64, filled row by row; traj: [n_saves, n, d] positions at each
+    save, or [0, n, d] for none; stop: [1] int, polled at every save so another thread can
+    abandon the run. Returns (status, saves recorded): status OK, NONFINITE (the state blew
+    up; later rows are left untouched) or STOPPED.
+    """
+    n, d = x.shape
+    ws = np.empty((5, n, d), dtype=x.dtype)
+    w = np.empty(n, dtype=x.dtype)
+    g = np.empty(n, dtype=np.float64)
+    parent = np.empty(n, dtype=np.int64)
+    for s in range(obs.shape[0]):
+        if s > 0:
+            for _ in range(save_stride):
+                step(x, dyn, method, dt, ws, w)
+        if not all_finite(x):
+            return NONFINITE, s
+        observe(x, dyn, eps, obs[s], g, w, parent)
+        if traj.shape[0] > 0:
+            traj[s] = x
+        if stop[0] != 0:
+            return STOPPED, s + 1
+    return OK, obs.shape[0]

@@ -1,0 +1,49 @@
+"""One time step of the projected dynamics, then renormalisation onto the sphere.
+
+euler: x <- (x + dt f(x)) / |.|                 (one post-LayerNorm layer; first order)
+rk4:   classical RK4 on f(x) = P_x(v(x)) in R^{n d}, renormalised after the step
+The sphere is invariant (and attracting) for the ambient field, so RK4 keeps fourth order.
+"""
+
+from sweep.kernels._jit import jit
+from sweep.kernels.attention import velocity
+from sweep.kernels.sphere import axpy, normalize_rows
+
+EULER = 0
+RK4 = 1
+METHOD_CODES = {"euler": EULER, "rk4": RK4}
+
+
+@jit
+def euler_step(x, dyn, dt, ws, w):
+    """ws: [5, n, d] scratch, w: [n] scratch."""
+    k = ws[0]
+    velocity(x, dyn, k, w)
+    axpy(x, x, dt, k)
+    normalize_rows(x)
+
+
+@jit
+def rk4_step(x, dyn, dt, ws, w):
+    k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
+    velocity(x, dyn, k1, w)
+    axpy(y, x, 0.5 * dt, k1)
+    velocity(y, dyn, k2, w)
+    axpy(y, x, 0.5 * dt, k2)
+    velocity(y, dyn, k3, w)
+    axpy(y, x, dt, k3)
+    velocity(y, dyn, k4, w)
+    h = dt / 6.0
+    n, d = x.shape
+    for i in range(n):
+        for k in range(d):
+            x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
+    normalize_rows(x)
+
+
+@jit
+def step(x, dyn, method, dt, ws, w):
+    if method == EULER:
+        euler_step(x, dyn, dt, ws, w)
+    else:
+        rk4_step(x, dyn, dt, ws, w)

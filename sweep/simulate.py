@@ -1,0 +1,124 @@
+"""One job: draw the start, pick the compiled kernel, return arrays. No I/O.
+
+Randomness enters here and nowhere else: the start depends only on (seed, init, n, d).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from sweep import states
+from sweep.config import stable_hash
+from sweep.grid import Job
+from sweep.kernels import (
+    METHOD_CODES,
+    NONFINITE,
+    OBSERVABLES,
+    STOPPED,
+    dynamics,
+    integrate,
+)
+
+STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
+
+
+class Stopped(Exception):
+    """The job was abandoned on request before it finished."""
+
+
+@dataclass(frozen=True)
+class JobResult:
+    observables: np.ndarray  # [n_time, len(OBSERVABLES)] float64; NaN after a blow-up
+    status: int
+    wall_seconds: float
+    positions: np.ndarray | None = None  # [n, d] final, or [n_time, n, d] trajectory
+
+    def series(self, name: str) -> np.ndarray:
+        return self.observables[:, OBSERVABLES.index(name)]
+
+
+def start_rng(job: Job) -> np.random.Generator:
+    """The generator for the initial state: a function of (seed, init, n, d) alone."""
+    key = stable_hash({"init": asdict(job.init), "n": job.model.n, "d": job.model.d})
+    return np.random.default_rng([job.seed, int(key, 16)])
+
+
+def initial_state(job: Job) -> np.ndarray:
+    return states.draw(job.init, job.model.n, job.model.d, start_rng(job))
+
+
+def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) -> JobResult:
+    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag."""
+    t0 = time.perf_counter()
+    integ, model = job.integrate, job.model
+    x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
+    obs = np.full((integ.n_saves, len(OBSERVABLES)), np.nan)
+    n_traj = integ.n_saves if positions == "trajectory" else 0
+    traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
+    flag = np.zeros(1, dtype=np.int64) if stop is None else stop
+    status, _ = integrate(x, dynamics(model.attention, model.beta), METHOD_CODES[integ.method],
+                          integ.dt, integ.save_stride, integ.cluster_eps, obs, traj, flag)
+    if status == STOPPED:
+        raise Stopped(job.id)
+    kept = {"none": None, "final": x, "trajectory": traj}[positions]
+    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
+                     time.perf_counter() - t0, kept)
+
+
+def times(integ) -> np.ndarray:
+    """The save grid 0, save_every, ..., t_max."""
+    return np.arange(integ.n_saves) * integ.save_every
+
+
+def t_cluster(t: np.ndarray, clustered: np.ndarray) -> float:
+    """First recorded time with clustered fraction >= 1/2; NaN if never."""
+    hit = np.flatnonzero(clustered >= 0.5)
+    return float(t[hit[0]]) if hit.size else np.nan
+
+
+def max_clusters(n_clusters: np.ndarray) -> float:
+    """Max of the cluster count over saved times t > 0 (NaN if none is finite)."""
+    later = n_clusters[1:]
+    return float(np.nanmax(later)) if np.isfinite(later).any() else np.nan
+
+
+def warm_up(dtypes: set[str]) -> None:
+    """Compile (or load from cache) the kernel for each dtype before workers start."""
+    for dtype in sorted(dtypes):
+        x = np.eye(2, dtype=np.dtype(dtype))
+        integrate(x, dynamics("softmax", 1.0), 0, 0.1, 1, 1e-3, np.zeros((2, len(OBSERVABLES))),
+                  np.zeros((0, 2, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class Cost:
+    gflop: float
+    peak_mib: float  # the largest job's arrays
+    seconds: float   # on one core, at a nominal rate
+
+
+NOMINAL_FLOPS = 1.0e9  # per core; a conservative figure for these kernels
+
+
+def job_flop(job: Job) -> float:
+    """About 4 n^2 d flops and n^2 exponentials (~20 flops each) per velocity evaluation."""
+    n, d = job.model.n, job.model.d
+    stages = 4 if job.integrate.method == "rk4" else 1
+    per_eval = n * n * (4 * d + 20)
+    return job.integrate.n_steps * stages * per_eval + job.integrate.n_saves * 2 * per_eval
+
+
+def job_bytes(job: Job, positions: str = "none") -> int:
+    n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
+    item = np.dtype(job.integrate.dtype).itemsize
+    traj = saves * n * d * item if positions == "trajectory" else 0
+    return 7 * n * d * item + 4 * n * 8 + saves * len(OBSERVABLES) * 8 + traj
+
+
+def estimate(jobs: list[Job], positions: str = "none") -> Cost:
+    flop = sum(job_flop(j) for j in jobs)
+    peak = max(job_bytes(j, positions) for j in jobs) / 2**20
+    return Cost(flop / 1e9, peak, flop / NOMINAL_FLOPS)

@@ -1,0 +1,262 @@
+"""Where results live: the dataset schema, atomic per-job parts, merge, provenance.
+
+A run keeps one part file per finished job in `<output>.parts/<job id>.npz`, written to a
+temporary name and renamed, so a killed run leaves only whole parts. Merging reads parts in
+job order and reshapes them onto the grid's labelled dimensions.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import shlex
+import sys
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sweep import __version__
+from sweep.config import Config
+from sweep.grid import Job, axes
+from sweep.kernels import OBSERVABLES
+from sweep.simulate import JobResult, max_clusters, t_cluster, times
+
+STATUS_MISSING = -1
+
+# name: (long_name, units). Series are over (axes..., time); scalars over the axes only.
+SERIES = {
+    "order_parameter": ("order parameter |(1/n) sum_i x_i|", "1"),
+    "mean_cosine": ("mean pairwise cosine <x_i, x_j> over i != j", "1"),
+    "min_cosine": ("minimum pairwise cosine over i != j", "1"),
+    "clustered_fraction": ("fraction of pairs i != j with cosine > 1 - cluster_eps", "1"),
+    "n_clusters": ("number of clusters (components of the cosine > 1 - eps graph)", "1"),
+    "largest_cluster": ("size of the largest cluster as a fraction of n", "1"),
+    "energy": ("interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)", "1"),
+    "attention_entropy": ("mean Shannon entropy of the attention rows", "nat"),
+}
+SCALARS = {
+    "t_cluster": ("first recorded time with clustered_fraction >= 1/2 (NaN if never)", "1"),
+    "max_clusters": ("maximum of n_clusters over saved times t > 0", "1"),
+    "status": ("job status: 0 ok, 1 non-finite values, 2 failed, -1 missing", "1"),
+    "wall_seconds": ("wall-clock time spent on the job", "s"),
+}
+assert tuple(SERIES) == OBSERVABLES
+
+
+class StoreError(Exception):
+    """A problem with result files; str() names the file."""
+
+
+class MissingJobs(StoreError):
+    def __init__(self, missing: list[Job]):
+        self.missing = missing
+        shown = ", ".join(str(j.index) for j in missing[:20])
+        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
+        super().__init__(f"{len(missing)} job(s) have no result: indices {shown}{more}")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One finished (or failed) job as read back from disk."""
+
+    observables: np.ndarray | None
+    status: int
+    wall_seconds: float
+    positions: np.ndarray | None
+    meta: dict
+
+
+def parts_dir(output: str | Path) -> Path:
+    output = Path(output)
+    return output.with_name(output.stem + ".parts")
+
+
+class Store:
+    """Per-job parts of one config's run, next to its output path."""
+
+    def __init__(self, output: str | Path, config_hash: str):
+        self.output = Path(output)
+        self.dir = parts_dir(self.output)
+        self.config_hash = config_hash
+
+    def path(self, job: Job) -> Path:
+        return self.dir / f"{job.id}.npz"
+
+    def read(self, job: Job) -> Part | None:
+        """The job's part, None if there is none; StoreError if it is damaged or foreign."""
+        path = self.path(job)
+        try:
+            with np.load(path, allow_pickle=False) as f:
+                meta = json.loads(str(f["meta"]))
+                obs = f["observables"] if "observables" in f.files else None
+                pos = f["positions"] if "positions" in f.files else None
+                part = Part(obs, int(f["status"]), float(f["wall_seconds"]), pos, meta)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+            raise StoreError(f"{path}: damaged result part ({err})") from None
+        if meta.get("job_id") != job.id:
+            raise StoreError(f"{path}: holds job {meta.get('job_id')}, not {job.id}")
+        return part
+
+    def done(self, job: Job) -> bool:
+        """A whole, matching part with a result (failed jobs are not done)."""
+        try:
+            part = self.read(job)
+        except StoreError:
+            return False
+        return part is not None and part.status != 2
+
+    def write(self, job: Job, result: JobResult) -> Path:
+        arrays = {"observables": result.observables, "status": np.int8(result.status),
+                  "wall_seconds": np.float64(result.wall_seconds)}
+        if result.positions is not None:
+            arrays["positions"] = result.positions
+        return self._write(job, arrays, {})
+
+    def write_failure(self, job: Job, message: str, wall_seconds: float) -> Path:
+        arrays = {"status": np.int8(2), "wall_seconds": np.float64(wall_seconds)}
+        return self._write(job, arrays, {"error": message})
+
+    def _write(self, job: Job, arrays: dict, extra: dict) -> Path:
+        meta = {"job_id": job.id, "index": job.index, "config_hash": self.config_hash,
+                "params": job.params, "sweep_version": __version__, **extra}
+        self.dir.mkdir(parents=True, exist_ok=True)
+        final = self.path(job)
+        tmp = self.dir / f".{job.id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return final
+
+
+# ---------------------------------------------------------------- merge
+
+def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = False,
+          command: str | None = None):
+    """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing."""
+    import xarray as xr
+
+    parts = [store.read(job) for job in jobs]
+    missing = [job for job, p in zip(jobs, parts) if p is None]
+    if missing and not allow_missing:
+        raise MissingJobs(missing)
+    grid = axes(config)
+    dims = tuple(a.name for a in grid)
+    shape = tuple(len(a) for a in grid)
+    t = _time_axis(jobs)
+    series = np.full((len(jobs), t.size, len(OBSERVABLES)), np.nan)
+    scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
+    scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
+    for k, (job, part) in enumerate(zip(jobs, parts)):
+        if part is None:
+            continue
+        scalars["status"][k] = part.status
+        scalars["wall_seconds"][k] = part.wall_seconds
+        if part.observables is None:
+            continue
+        rows = np.searchsorted(t, _times(job))
+        obs = part.observables
+        series[k, rows] = obs
+        scalars["t_cluster"][k] = t_cluster(t[rows], obs[:, _col("clustered_fraction")])
+        scalars["max_clusters"][k] = max_clusters(obs[:, _col("n_clusters")])
+    data = {}
+    for c, name in enumerate(OBSERVABLES):
+        data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
+                      _attrs(SERIES[name]))
+    for name, values in scalars.items():
+        data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
+    positions = _positions(config, jobs, parts, dims, shape, t)
+    if positions is not None:
+        data["positions"] = positions
+    ds = xr.Dataset(data, coords=_coords(grid, t))
+    ds.attrs.update(provenance(config, command))
+    return ds
+
+
+def _col(name: str) -> int:
+    return OBSERVABLES.index(name)
+
+
+def _attrs(meta: tuple[str, str]) -> dict:
+    return {"long_name": meta[0], "units": meta[1]}
+
+
+def _times(job: Job) -> np.ndarray:
+    # rounded so that grids built from different save_every values share their common times
+    return np.round(times(job.integrate), 12)
+
+
+def _time_axis(jobs: list[Job]) -> np.ndarray:
+    """The union of every job's save grid (one grid unless t_max or save_every is swept)."""
+    grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
+    return np.unique(np.concatenate([_times(j) for j in grids.values()]))
+
+
+def _coords(grid, t) -> dict:
+    coords = {"time": ("time", t, {"long_name": "time", "units": "1"})}
+    for axis in grid:
+        for key, vals in zip(axis.keys, axis.values):
+            attrs = {"long_name": key, "units": "1"}
+            if axis.log and key == axis.name:
+                attrs["spacing"] = "log"
+            coords[key] = (axis.name, np.asarray(vals), attrs)
+    return coords
+
+
+def _positions(config, jobs, parts, dims, shape, t):
+    if config.output.positions == "none" or {"n", "d"} & set(dims):
+        return None
+    n, d = jobs[0].model.n, jobs[0].model.d
+    traj = config.output.positions == "trajectory"
+    extra = (t.size, n, d) if traj else (n, d)
+    out = np.full((len(jobs),) + extra, np.nan)
+    for k, part in enumerate(parts):
+        if part is not None and part.positions is not None:
+            out[k, : part.positions.shape[0]] = part.positions if traj else part.positions
+    names = dims + (("time",) if traj else ()) + ("token", "component")
+    return names, out.reshape(shape + extra), {"long_name": "token positions on the sphere",
+                                                "units": "1"}
+
+
+def provenance(config: Config, command: str | None = None) -> dict:
+    import netCDF4
+    import numba
+    import xarray
+
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    command = command or shlex.join(["sweep", *sys.argv[1:]])
+    return {
+        "Conventions": "CF-1.8",
+        "title": f"sweep results: {config.name}",
+        "source": f"sweep {__version__}",
+        "history": f"{now}: {command}",
+        "sweep_config": config.to_yaml(),
+        "sweep_config_hash": config.hash,
+        "python_version": platform.python_version(),
+        "numpy_version": np.__version__,
+        "numba_version": numba.__version__,
+        "xarray_version": xarray.__version__,
+        "netcdf4_version": netCDF4.__version__,
+    }
+
+
+def write_dataset(ds, path: str | Path) -> Path:
+    """Write netCDF4 atomically (temporary file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -1,0 +1,18 @@
+"""Small helpers shared by the tests: run the compiled kernel on one state."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
+
+
+def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n_saves=2,
+               eps=1e-3, dtype=np.float64, trajectory=False):
+    """(status, observables [n_saves, 8], final x, traj) from the compiled kernel."""
+    x = np.array(x0, dtype=dtype, copy=True)
+    obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
+    traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
+    status, _ = integrate(x, dynamics(kind, beta), METHOD_CODES[method], dt, stride, eps, obs,
+                          traj, np.zeros(1, dtype=np.int64))
+    return status, obs, x, traj

@@ -1,0 +1,175 @@
+"""The command line end to end through CliRunner: plan, run, resume, merge, show."""
+
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+from typer.testing import CliRunner
+
+from sweep import __version__, config, runner
+from sweep.cli import app
+from sweep.grid import expand
+from sweep.store import SCALARS, SERIES, Store, merge
+
+CFG = {
+    "name": "small",
+    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 2.0, "save_every": 0.5},
+    "grid": {"beta": [0.0, 1.0, 4.0], "d": [3, 5], "seed": {"range": [0, 2]}},
+}
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(CFG, sort_keys=False))
+    return path
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0 and __version__ in result.output
+
+
+def test_plan_table_and_json(cfg_path):
+    result = invoke("plan", cfg_path)
+    assert result.exit_code == 0
+    assert "12 job(s)" in result.output and "beta" in result.output
+    lines = invoke("plan", cfg_path, "--json").output.strip().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert [r["index"] for r in rows] == list(range(12))
+    assert rows[7]["parameters"] == {"beta": 1.0, "d": 5, "seed": 1}
+    assert len({r["id"] for r in rows}) == 12
+
+
+def test_run_writes_the_spec_dataset(cfg_path, tmp_path):
+    out = tmp_path / "res.nc"
+    result = invoke("run", cfg_path, "--out", out, "--workers", 2)
+    assert result.exit_code == 0, result.output
+    assert str(out) in result.output
+    ds = xr.open_dataset(out)
+    assert dict(ds.sizes) == {"beta": 3, "d": 2, "seed": 2, "time": 5}
+    np.testing.assert_allclose(ds.time, [0, 0.5, 1.0, 1.5, 2.0])
+    for name in SERIES:
+        assert ds[name].dims == ("beta", "d", "seed", "time")
+    for name in list(SERIES) + list(SCALARS):
+        assert ds[name].attrs["long_name"] and "units" in ds[name].attrs
+    for name in SCALARS:
+        assert ds[name].dims == ("beta", "d", "seed")
+    assert (ds.status == 0).all()
+    for key in ("Conventions", "title", "source", "history", "sweep_config",
+                "sweep_config_hash", "python_version", "numpy_version", "numba_version",
+                "xarray_version"):
+        assert key in ds.attrs
+    assert config.from_dict(yaml.safe_load(ds.attrs["sweep_config"])).hash == \
+        ds.attrs["sweep_config_hash"]
+    # every beta of a sweep starts from the same tokens
+    first = ds.mean_cosine.isel(time=0)
+    np.testing.assert_array_equal(first.sel(beta=0.0), first.sel(beta=4.0))
+
+
+def test_rerun_skips_completed_and_force_recomputes(cfg_path, tmp_path):
+    out = tmp_path / "res.nc"
+    invoke("run", cfg_path, "--out", out)
+    again = invoke("run", cfg_path, "--out", out)
+    assert "12 job(s) already complete" in again.output and "0 job(s) run" in again.output
+    forced = invoke("run", cfg_path, "--out", out, "--force")
+    assert "12 job(s) run" in forced.output
+
+
+def _load_values(path):
+    with xr.open_dataset(path) as ds:
+        return ds.drop_vars("wall_seconds").load()
+
+
+def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path):
+    straight = tmp_path / "straight.nc"
+    assert invoke("run", cfg_path, "--out", straight, "--workers", 1).exit_code == 0
+
+    cfg = config.load(cfg_path)
+    jobs = expand(cfg)
+    store = Store(tmp_path / "resumed.nc", cfg.hash)
+    seen = []
+
+    def job_done(job, outcome):
+        seen.append(job)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(runner.Interrupted):
+        runner.run(jobs, store, workers=2, hooks=runner.Hooks(job_done=job_done))
+    finished = sum(store.done(j) for j in jobs)
+    assert 5 <= finished < len(jobs)
+    assert not list(store.dir.glob(".*.tmp"))
+    result = invoke("run", cfg_path, "--out", tmp_path / "resumed.nc", "--workers", 2)
+    assert result.exit_code == 0
+    assert f"{finished} job(s) already complete" in result.output
+    xr.testing.assert_identical(_load_values(straight), _load_values(tmp_path / "resumed.nc"))
+
+
+def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
+    whole = tmp_path / "whole.nc"
+    invoke("run", cfg_path, "--out", whole)
+    parts = tmp_path / "parts.nc"
+    for i in range(3):
+        result = invoke("run", cfg_path, "--out", parts, "--shard", f"{i}/3", "--workers", 1)
+        assert result.exit_code == 0 and not parts.exists()
+    assert invoke("merge", cfg_path, "--out", parts).exit_code == 0
+    xr.testing.assert_identical(_load_values(whole), _load_values(parts))
+
+
+def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):
+    out = tmp_path / "m.nc"
+    invoke("run", cfg_path, "--out", out, "--shard", "0/2")
+    result = invoke("merge", cfg_path, "--out", out)
+    assert result.exit_code == 1 and "6 job(s) have no result" in result.output
+    assert invoke("merge", cfg_path, "--out", out, "--allow-missing").exit_code == 0
+    ds = xr.open_dataset(out)
+    assert int((ds.status == -1).sum()) == 6
+    assert np.isnan(ds.order_parameter.where(ds.status == -1)).all()
+
+
+def test_positions_final_and_trajectory(cfg_path, tmp_path):
+    for mode, dims in [("final", ("beta", "seed", "token", "component")),
+                       ("trajectory", ("beta", "seed", "time", "token", "component"))]:
+        out = tmp_path / f"{mode}.nc"
+        result = invoke("run", cfg_path, "--out", out, "--set", f"output.positions={mode}",
+                        "--set", "grid.d=null")
+        assert result.exit_code == 0, result.output
+        ds = xr.open_dataset(out)
+        assert ds.positions.dims == dims
+        norms = np.sqrt((ds.positions ** 2).sum("component"))
+        np.testing.assert_allclose(norms, 1.0, atol=1e-12)
+
+
+def test_show_describes_a_results_file(cfg_path, tmp_path):
+    out = tmp_path / "res.nc"
+    invoke("run", cfg_path, "--out", out)
+    result = invoke("show", out)
+    assert result.exit_code == 0
+    for word in ("beta", "order_parameter", "sweep_config_hash", "attention: softmax"):
+        assert word in result.output
+    missing = invoke("show", tmp_path / "none.nc")
+    assert missing.exit_code == 2 and "none.nc" in missing.output
+
+
+def test_bad_shard_spec(cfg_path):
+    result = invoke("run", cfg_path, "--shard", "3/3")
+    assert result.exit_code == 2 and "--shard" in result.output
+
+
+def test_merge_reads_only_parts_of_this_grid(cfg_path, tmp_path):
+    cfg = config.load(cfg_path)
+    out = tmp_path / "x.nc"
+    invoke("run", cfg_path, "--out", out)
+    bigger = config.load(cfg_path, ["grid.beta=[0.0, 1.0, 4.0, 8.0]"])
+    result = invoke("run", cfg_path, "--out", out, "--set", "grid.beta=[0.0, 1.0, 4.0, 8.0]")
+    assert "12 job(s) already complete" in result.output  # extending a grid reuses results
+    ds = merge(cfg, expand(cfg), Store(out, cfg.hash))
+    assert ds.sizes["beta"] == 3 and bigger.hash != cfg.hash

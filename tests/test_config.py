@@ -1,0 +1,163 @@
+"""Config loading, overrides and every kind of bad input: exit 2, one line naming the key."""
+
+import textwrap
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from sweep import config
+from sweep.cli import app
+from sweep.grid import axes, expand
+
+GOOD = {
+    "name": "t",
+    "model": {"attention": "softmax", "beta": 1.0, "d": 3, "n": 8},
+    "init": {"kind": "uniform"},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
+    "grid": {"beta": [0.0, 2.0], "seed": {"range": [0, 2]}},
+}
+
+
+def write(tmp_path, cfg, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(cfg if isinstance(cfg, str) else yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def plan(path, *extra):
+    return CliRunner().invoke(app, ["plan", str(path), *extra])
+
+
+def mutate(path, value):
+    cfg = yaml.safe_load(yaml.safe_dump(GOOD, sort_keys=False))
+    node = cfg
+    keys = path.split(".")
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+    node[keys[-1]] = value
+    return cfg
+
+
+BAD = [
+    ("model.beta", -1.0, "model.beta"),
+    ("model.beta", "hot", "model.beta"),
+    ("model.beta", float("nan"), "model.beta"),
+    ("model.d", 1, "model.d"),
+    ("model.d", 3.5, "model.d"),
+    ("model.n", 0, "model.n"),
+    ("model.n", True, "model.n"),
+    ("model.attention", "sigmoid", "model.attention"),
+    ("model.temperature", 1.0, "model.temperature"),
+    ("integrate.dt", 0.0, "integrate.dt"),
+    ("integrate.dt", -0.1, "integrate.dt"),
+    ("integrate.save_every", 0.25, "integrate.save_every"),
+    ("integrate.t_max", 1.25, "integrate.t_max"),
+    ("integrate.method", "leapfrog", "integrate.method"),
+    ("integrate.dtype", "float16", "integrate.dtype"),
+    ("integrate.cluster_eps", 0.0, "integrate.cluster_eps"),
+    ("init.kind", "gaussian-blob", "init.kind"),
+    ("init.overlap", 1.0, "init.overlap"),
+    ("init.jitter", -0.5, "init.jitter"),
+    ("output.positions", "all", "output.positions"),
+    ("grid.beta", [1.0, -2.0], "grid.beta[1]"),
+    ("grid.beta", [], "grid.beta"),
+    ("grid.beta", [1.0, 1.0], "grid.beta"),
+    ("grid.beta", {"linspace": [0, 1]}, "grid.beta.linspace"),
+    ("grid.beta", {"geomspace": [1, 2, 3]}, "grid.beta"),
+    ("grid.beta", 2.0, "grid.beta"),
+    ("grid.d", {"linspace": [2, 8, 4]}, "grid.d[0]"),
+    ("grid.d", [1, 3], "grid.d[0]"),
+    ("grid.temperature", [1, 2], "grid.temperature"),
+    ("grid.seed", [-1], "grid.seed[0]"),
+    ("grid.seed", {"range": [3, 3]}, "grid.seed.range"),
+    ("grid.zip", [{"n": [4, 8], "dt": [0.1]}], "grid.zip[0].dt"),
+    ("grid.zip", {"n": [4]}, "grid.zip"),
+    ("name", "", "name"),
+    ("name", None, "name"),
+    ("colour", "red", "colour"),
+]
+
+
+@pytest.mark.parametrize("key,value,named", BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
+def test_bad_input_is_refused_at_plan_time(tmp_path, key, value, named):
+    result = plan(write(tmp_path, mutate(key, value)))
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert named in line
+
+
+def test_combination_errors_name_the_grid_point(tmp_path):
+    cfg = mutate("init.kind", "orthonormal")
+    cfg["grid"] = {"n": [2, 8], "d": [4]}
+    result = plan(write(tmp_path, cfg))
+    assert result.exit_code == 2
+    assert "init.kind" in result.output and "n=8" in result.output
+
+
+@pytest.mark.parametrize("text,named", [
+    ("name: [unclosed\n", "c.yaml"),
+    ("- just\n- a list\n", "c.yaml"),
+    ("name: x\nmodel: 3\n", "model"),
+    ("name: !!python/object/apply:os.system ['echo hi']\n", "c.yaml"),
+])
+def test_malformed_yaml(tmp_path, text, named):
+    result = plan(write(tmp_path, text))
+    assert result.exit_code == 2 and named in result.output
+    assert "Traceback" not in result.output
+
+
+def test_missing_config_file(tmp_path):
+    result = plan(tmp_path / "nope.yaml")
+    assert result.exit_code == 2 and "nope.yaml" in result.output
+
+
+def test_set_overrides_by_dotted_path_yaml_typed(tmp_path):
+    path = write(tmp_path, GOOD)
+    cfg = config.load(path, ["model.beta=2.5", "grid.beta={linspace: [0, 8, 33]}",
+                             "integrate.dt=0.05"])
+    assert cfg.model.beta == 2.5 and cfg.integrate.dt == 0.05
+    assert len(axes(cfg)[0]) == 33
+
+
+@pytest.mark.parametrize("item,named", [("model.beta", "model.beta"),
+                                         ("model.beta.x=1", "model.beta"),
+                                         ("model.d=two", "model.d")])
+def test_bad_overrides(tmp_path, item, named):
+    result = plan(write(tmp_path, GOOD), "--set", item)
+    assert result.exit_code == 2 and named in result.output
+
+
+def test_defaults_fill_everything_not_given(tmp_path):
+    cfg = config.load(write(tmp_path, "name: tiny\n"))
+    assert cfg.model.attention == "softmax" and cfg.integrate.dt == 0.1
+    assert cfg.output.path == "results/tiny.nc"
+    assert len(expand(cfg)) == 1
+
+
+def test_config_objects_are_frozen(tmp_path):
+    cfg = config.load(write(tmp_path, GOOD))
+    with pytest.raises(AttributeError):
+        cfg.model.beta = 3.0
+
+
+def test_example_in_readme_shape_parses(tmp_path):
+    text = textwrap.dedent("""
+        name: condensation
+        model: {attention: softmax, beta: 1.0, d: 3, n: 32}
+        init: {kind: uniform, overlap: 0.0, jitter: 0.0}
+        integrate: {method: euler, dt: 0.1, t_max: 30.0, save_every: 0.5,
+                    cluster_eps: 1.0e-3, dtype: float64}
+        grid:
+          beta: {linspace: [0.1, 9.0, 90]}
+          d: [2, 3, 8]
+          seed: {range: [0, 16]}
+          zip:
+            - {n: [32, 128], dt: [0.1, 0.05]}
+        output: {path: results/condensation.nc, positions: none}
+    """)
+    cfg = config.load(write(tmp_path, text))
+    grid = axes(cfg)
+    assert [a.name for a in grid] == ["beta", "d", "seed", "n"]
+    assert [len(a) for a in grid] == [90, 3, 16, 2]
