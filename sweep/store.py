@@ -228,6 +228,13 @@ def _positions(config, jobs, parts, dims, shape, t):
 
 
 def provenance(config: Config, command: str | None = None) -> dict:
+    attrs = environment(f"sweep results: {config.name}", command)
+    attrs.update(sweep_config=config.to_yaml(), sweep_config_hash=config.hash)
+    return attrs
+
+
+def environment(title: str, command: str | None = None) -> dict:
+    """The global attributes every sweep dataset carries: CF, title, history, versions."""
     import netCDF4
     import numba
     import xarray
@@ -236,11 +243,9 @@ def provenance(config: Config, command: str | None = None) -> dict:
     command = command or shlex.join(["sweep", *sys.argv[1:]])
     return {
         "Conventions": "CF-1.8",
-        "title": f"sweep results: {config.name}",
+        "title": title,
         "source": f"sweep {__version__}",
         "history": f"{now}: {command}",
-        "sweep_config": config.to_yaml(),
-        "sweep_config_hash": config.hash,
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
         "numba_version": numba.__version__,

