@@ -289,12 +289,16 @@ def probe_cmd(text: Annotated[Path, typer.Option(
 def extract_cmd(directory: Annotated[Path, typer.Option(
                     "-o", "--out", help="Directory for the .npy files and index.json.",
                     show_default=False)],
-                model: ModelOpt = "minilm"):
+                model: ModelOpt = "minilm",
+                controls: Annotated[bool, typer.Option(
+                    "--controls", help="Also write norm-matched Gaussian matrices "
+                                       "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy).")]
+                = False):
     """Each layer's attention as [heads, d, d] .npy files for the `qk:` and `v:` keys."""
     from sweep import bert, probe
 
     with user_errors():
-        index = probe.extract(bert.load(model), directory)
+        index = probe.extract(bert.load(model), directory, controls)
     out.print(f"{index['layers']} layer(s) x {index['heads']} head(s), d = {index['d']}: "
               f"layer<l>_qk.npy and layer<l>_v.npy, each {index['files'][0]['shape']}, "
               f"in {directory} (see index.json)")

@@ -130,26 +130,40 @@ def value_matrices(bert: Bert, layer: int) -> np.ndarray:
     return o @ v
 
 
-def extract(bert: Bert, directory: str | Path) -> dict:
+def norm_matched_gaussian(m: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """[heads, d, d] Gaussian matrices with the Frobenius norm of each head of m: the
+    control that keeps a trained matrix's size and drops its structure."""
+    g = rng.standard_normal(m.shape)
+    return g * (np.linalg.norm(m, axis=(1, 2)) / np.linalg.norm(g, axis=(1, 2)))[:, None, None]
+
+
+def extract(bert: Bert, directory: str | Path, controls: bool = False) -> dict:
     """Write layer{l}_qk.npy and layer{l}_v.npy ([heads, d, d] float32) for every block and
-    index.json describing them; return the index."""
+    index.json describing them; return the index. controls: also layer{l}_qk_gaussian.npy
+    and layer{l}_v_gaussian.npy, norm-matched Gaussian matrices seeded by (layer, key)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     files = []
     for layer in range(1, len(bert.layers) + 1):
         entry = {"layer": layer, "shape": [bert.heads, bert.d, bert.d]}
-        for key, make in (("qk", score_matrices), ("v", value_matrices)):
+        for k, (key, make) in enumerate((("qk", score_matrices), ("v", value_matrices))):
             m = make(bert, layer)
-            name = f"layer{layer}_{key}.npy"
-            np.save(directory / name, m.astype(np.float32))
-            entry[key] = name
+            entry[key] = _save(directory, f"layer{layer}_{key}.npy", m)
             entry[f"{key}_frobenius"] = [round(float(f), 6) for f in np.linalg.norm(m, axis=(1, 2))]
+            if controls:
+                g = norm_matched_gaussian(m, np.random.default_rng([layer, k]))
+                entry[f"{key}_gaussian"] = _save(directory, f"layer{layer}_{key}_gaussian.npy", g)
         files.append(entry)
     index = {"model": bert.name, "d": bert.d, "heads": bert.heads, "d_head": bert.d_head,
              "layers": len(bert.layers), "dtype": "float32", "convention": CONVENTION,
              "files": files}
     (directory / "index.json").write_text(json.dumps(index, indent=1) + "\n")
     return index
+
+
+def _save(directory: Path, name: str, m: np.ndarray) -> str:
+    np.save(directory / name, m.astype(np.float32))
+    return name
 
 
 CONVENTION = ("score_ij = x_i^T qk[h] x_j (1/sqrt(d_head) included); the block adds "

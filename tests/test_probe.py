@@ -134,7 +134,7 @@ def test_cli_probe_writes_a_layer_dataset_that_show_reads(tiny, tmp_path):
 
 
 def test_cli_extract_writes_matrices_and_index(tiny, tmp_path):
-    result = invoke("extract", "--model", tiny[2], "-o", tmp_path / "m")
+    result = invoke("extract", "--model", tiny[2], "-o", tmp_path / "m", "--controls")
     assert result.exit_code == 0, result.output
     index = json.loads((tmp_path / "m" / "index.json").read_text())
     assert (index["d"], index["heads"], index["d_head"], index["layers"]) == (8, 2, 4, 2)
@@ -144,6 +144,10 @@ def test_cli_extract_writes_matrices_and_index(tiny, tmp_path):
             assert m.shape == (2, 8, 8) and m.dtype == np.float32
             np.testing.assert_allclose(m, make(tiny[0], entry["layer"]), rtol=1e-6, atol=1e-6)
             assert entry[f"{key}_frobenius"][1] == pytest.approx(np.linalg.norm(m[1]), rel=1e-5)
+            g = np.load(tmp_path / "m" / entry[f"{key}_gaussian"])
+            assert g.shape == m.shape and not np.allclose(g, m, atol=1e-3)
+            np.testing.assert_allclose(np.linalg.norm(g, axis=(1, 2)),
+                                       np.linalg.norm(m, axis=(1, 2)), rtol=1e-5)
 
 
 @pytest.mark.parametrize("args, message", [
