@@ -100,7 +100,7 @@ def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
     layer = np.arange(trace.hidden.shape[0])
     coords = {"layer": ("layer", layer, {"long_name": "layer (0 = embeddings)", "units": "1"})}
     ds = xr.Dataset(data, coords=coords)
-    ds.attrs.update(environment(f"sweep probe: {bert.name} on {source or 'a text'}", command))
+    ds.attrs.update(environment(f"probe {bert.name}: {Path(source).name or 'a text'}", command))
     ds.attrs.update(model=bert.name, text=source, n_tokens=int(trace.ids.size), d=bert.d,
                     heads=bert.heads, beta=float(beta), cluster_eps=float(cluster_eps),
                     cosine_threshold=float(threshold),
