@@ -29,7 +29,8 @@ def open_results(path: str | Path):
     if not path.is_file():
         raise ConfigError(f"{path}: no such results file")
     try:
-        return xr.open_dataset(path).load()
+        with xr.open_dataset(path) as ds:
+            return ds.load()
     except (OSError, ValueError) as err:
         raise ConfigError(f"{path}: not a readable netCDF file ({err})") from None
 

@@ -83,6 +83,39 @@ def test_heatmap_with_threshold_and_theory(results, tmp_path):
     assert height > 300 and width > 2 * height  # two panels (d = 8, 128) and a colour bar
 
 
+def test_boundary_as_a_curve_over_time_on_the_heatmap(results, tmp_path):
+    th = tmp_path / "curve.nc"
+    r = invoke("threshold", results, "--var", "clustered_fraction", "--along", "beta",
+               "--time", "all", "-o", th)
+    assert r.exit_code == 0, r.output
+    assert set(xr.open_dataset(th).threshold.dims) == {"time", "d"}
+    png = tmp_path / "curve.png"
+    r = invoke("plot", results, "--var", "clustered_fraction", "--x", "beta", "--y", "time",
+               "--threshold", th, "-o", png)
+    assert r.exit_code == 0, r.output
+    assert png.stat().st_size > 10_000
+
+
+def test_noise_threshold_overlay(tmp_path):
+    noise = np.linspace(0.05, 1.0, 12)
+    r = 1.0 / (1.0 + np.exp((noise[None, :] - 0.4) / 0.05))
+    ds = xr.Dataset({"order_parameter": (("beta", "noise", "seed"),
+                                         np.repeat(r[:, :, None] * np.ones((9, 1, 1)), 2, 2))},
+                    coords={"beta": BETA, "noise": noise, "seed": [0, 1]})
+    res, kappa = tmp_path / "noise.nc", tmp_path / "kappa.nc"
+    ds.to_netcdf(res)
+    assert invoke("theory", "kappa-c", "--d", 3, *sum((["--beta", b] for b in BETA), []),
+                  "-o", kappa).exit_code == 0
+    png = tmp_path / "noise.png"
+    r = invoke("plot", res, "--var", "order_parameter", "--x", "beta", "--y", "noise",
+               "--theory", kappa, "-o", png)
+    assert r.exit_code == 0, r.output
+    assert png.stat().st_size > 5_000
+    wrong = invoke("plot", res, "--var", "order_parameter", "--x", "beta", "--y", "noise",
+                   "--theory", tmp_path / "noise.nc", "-o", tmp_path / "w.png")
+    assert wrong.exit_code == 2 and "theory file" in wrong.output
+
+
 def test_line_plot_and_formats_by_extension(results, tmp_path):
     for name, magic in [("lines.png", b"\x89PNG"), ("lines.pdf", b"%PDF"),
                         ("lines.svg", b"<?xml")]:
