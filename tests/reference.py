@@ -214,20 +214,22 @@ def normals(key, tick, n, d):
 
 
 def zoo_step(x, model, method, dt, tick):
+    """One step; leaders are copied, not renormalised, so they never move at all."""
     f = lambda y: zoo_velocity(y, model)  # noqa: E731
+    frozen = _frozen(model, x.shape[0])
     if method == "rk4":
         k1 = f(x)
         k2 = f(x + 0.5 * dt * k1)
         k3 = f(x + 0.5 * dt * k2)
         k4 = f(x + dt * k3)
-        return normalize(x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
-    y = x + dt * f(x)
+        y = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    else:
+        y = x + dt * f(x)
     if model.get("noise", 0.0) > 0:
         xi = normals(model.get("noise_key", 0), tick, *x.shape)
         xi = xi - np.sum(x * xi, axis=1, keepdims=True) * x
-        xi[_frozen(model, x.shape[0])] = 0.0
-        y = y + np.sqrt(2 * model["noise"] * dt) * xi
-    return normalize(y)
+        y = y + np.sqrt(2 * model["noise"] * dt) * np.where(frozen[:, None], 0.0, xi)
+    return np.where(frozen[:, None], x, normalize(y))
 
 
 def zoo_observables(x, model, eps):

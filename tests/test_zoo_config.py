@@ -1,5 +1,7 @@
 """The model zoo's config keys, input files, starts and matrices, through plan and run."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -151,3 +153,24 @@ def test_run_with_head_beta_zip_and_matrices(tmp_path):
     job = expand(config.load(path))[3]
     a, b = simulate(job), simulate(job)
     np.testing.assert_array_equal(a.observables, b.observables)  # noise is reproducible
+
+
+def test_one_compiled_kernel_serves_every_model(tmp_path):
+    from sweep.kernels import integrate
+    from sweep.simulate import warm_up
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    cfg = with_keys(model={"qk": "m.npy", "v": "gaussian", "ffn": "m.npy", "heads": 2,
+                           "attention": "hardmax", "mask": "topk:3", "noise": 0.1},
+                    init={"kind": "clusters", "clusters": 2})
+    job = expand(config.load(write(tmp_path, cfg)))[0]
+    warm_up({"float64"})
+    before = len(integrate.signatures)
+    simulate(job)
+    assert len(integrate.signatures) == before
+
+
+@pytest.mark.parametrize("path", sorted(
+    str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml")))
+def test_ready_configs_plan(path):
+    assert expand(config.load(path))

@@ -114,6 +114,13 @@ def frozen(i, dyn):
 
 
 @jit
+def moving(x, dyn):
+    """The rows that move: all but the leaders (a prefix), so renormalising only these keeps
+    the leaders bit-for-bit where they started."""
+    return x[dyn.mask_param:] if dyn.mask == LEADERS else x[0:]
+
+
+@jit
 def velocity_row(x, i, keys, values, dyn, out, s, cols, acc):
     """out[:] = P_{x_i}(v_i). The heads are combined as a running mean, so h identical
     heads give exactly the one-head velocity (acc - out is then exactly zero)."""

@@ -7,7 +7,7 @@ The sphere is invariant (and attracting) for the ambient field, so RK4 keeps fou
 """
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import velocity
+from sweep.kernels.attention import moving, velocity
 from sweep.kernels.noise import add_noise
 from sweep.kernels.sphere import axpy, normalize_rows
 
@@ -24,7 +24,7 @@ def euler_step(x, dyn, dt, ws, w, tick):
     if dyn.noise > 0.0:
         add_noise(x, k, dyn, dt, tick)
     axpy(x, x, dt, k)
-    normalize_rows(x)
+    normalize_rows(moving(x, dyn))
 
 
 @jit
@@ -43,7 +43,7 @@ def rk4_step(x, dyn, dt, ws, w):
     for i in range(n):
         for k in range(d):
             x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
-    normalize_rows(x)
+    normalize_rows(moving(x, dyn))
 
 
 @jit

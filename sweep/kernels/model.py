@@ -85,8 +85,9 @@ def parse_mask(text: str) -> tuple[int, int]:
 
 
 def _heads(m, heads: int) -> np.ndarray:
+    """A fresh, writable C array: a read-only input would be another Numba type."""
     m = np.asarray(m, dtype=np.float64)
-    return np.ascontiguousarray(np.broadcast_to(m, (heads,) + m.shape[-2:]))
+    return np.array(np.broadcast_to(m, (heads,) + m.shape[-2:]), order="C")
 
 
 def dynamics(attention: str, beta: float, *, heads: int = 1, head_beta=None, qk=None, v=None,
@@ -105,6 +106,6 @@ def dynamics(attention: str, beta: float, *, heads: int = 1, head_beta=None, qk=
         qk = _heads(np.eye(d) if qk is None else qk, heads)
         v = _heads(np.eye(d) if v is None else v, heads)
     code, param = parse_mask(mask)
-    w = np.zeros((0, 0)) if ffn is None else np.ascontiguousarray(ffn, dtype=np.float64)
+    w = np.zeros((0, 0)) if ffn is None else np.array(ffn, dtype=np.float64, order="C")
     return Dynamics(ATTENTION_CODES[attention], float(beta), betas, identity, qk, v, code,
                     param, float(noise), int(noise_key), w)
