@@ -154,3 +154,15 @@ def test_parse_mask(text, code):
 def test_parse_mask_refuses(text):
     with pytest.raises(ValueError):
         parse_mask(text)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
+def test_keep_top_keeps_the_k_largest_smaller_j_on_ties(k):
+    from sweep.kernels.masks import keep_top
+
+    scores = np.array([1.0, 2.0, 2.0, 0.5, 2.0, 3.0])
+    s, cols = scores.copy(), np.arange(6)
+    m = keep_top(s, cols, 6, k)
+    want = np.argsort(-scores, kind="stable")[:k]
+    assert m == k and sorted(cols[:m]) == sorted(want)
+    np.testing.assert_array_equal(s[:m], scores[cols[:m]])

@@ -7,8 +7,6 @@ then `keep_top` keeps the K largest scores once they are known.
 A row's partners are filled once per row, so the loop over j never tests the mask.
 """
 
-import numpy as np
-
 from sweep.kernels._jit import jit
 from sweep.kernels.model import CAUSAL, GROUPS, LEADERS, WINDOW
 
@@ -38,16 +36,38 @@ def partners(i, n, mask, param, cols):
 
 
 @jit
-def keep_top(s, cols, m, k):
-    """Keep the k largest of s[:m] (ties: the smaller j first), compacted to s[:k], cols[:k].
+def _worse(s, cols, a, b):
+    """Entry a ranks below entry b: a lower score, or the same score and a larger j."""
+    return s[a] < s[b] or (s[a] == s[b] and cols[a] > cols[b])
 
-    A stable sort of -s makes the tie rule exact, so the NumPy reference can match it.
+
+@jit
+def _sift_down(s, cols, i, k):
+    while True:
+        low, left = i, 2 * i + 1
+        for child in (left, left + 1):
+            if child < k and _worse(s, cols, child, low):
+                low = child
+        if low == i:
+            return
+        s[i], s[low] = s[low], s[i]
+        cols[i], cols[low] = cols[low], cols[i]
+        i = low
+
+
+@jit
+def keep_top(s, cols, m, k):
+    """Keep the k largest of s[:m] (ties: the smaller j), in place in s[:k], cols[:k].
+
+    A heap of the k best seen so far, worst at the root: O(m log k), and far cheaper to
+    compile than np.argsort. The kept entries come out in heap order.
     """
     if k >= m:
         return m
-    order = np.argsort(-s[:m], kind="mergesort")[:k]
-    top_s = s[:m][order]
-    top_c = cols[:m][order]
-    s[:k] = top_s
-    cols[:k] = top_c
+    for i in range(k // 2 - 1, -1, -1):
+        _sift_down(s, cols, i, k)
+    for c in range(k, m):
+        if _worse(s, cols, 0, c):
+            s[0], cols[0] = s[c], cols[c]
+            _sift_down(s, cols, 0, k)
     return k
