@@ -56,10 +56,6 @@ class Dynamics(NamedTuple):
     noise_key: int
     ffn: np.ndarray
 
-    @property
-    def heads(self) -> int:
-        return self.betas.shape[0]
-
 
 def parse_mask(text: str) -> tuple[int, int]:
     """'dense' | 'causal' | 'window:W' | 'topk:K' | 'groups:G' | 'leaders:L' -> (code, param).
