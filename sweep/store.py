@@ -208,6 +208,9 @@ def _coords(grid, t) -> dict:
             attrs = {"long_name": key, "units": "1"}
             if axis.log and key == axis.name:
                 attrs["spacing"] = "log"
+            if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
+                vals = [",".join(f"{b:g}" for b in v) if isinstance(v, tuple) else str(v)
+                        for v in vals]
             coords[key] = (axis.name, np.asarray(vals), attrs)
     return coords
 

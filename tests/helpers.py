@@ -8,11 +8,14 @@ from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
 
 
 def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n_saves=2,
-               eps=1e-3, dtype=np.float64, trajectory=False):
-    """(status, observables [n_saves, 8], final x, traj) from the compiled kernel."""
+               eps=1e-3, dtype=np.float64, trajectory=False, model=None):
+    """(status, observables [n_saves, 8], final x, traj) from the compiled kernel.
+
+    model: keyword arguments of sweep.kernels.dynamics (overrides kind and beta)."""
+    dyn = dynamics(kind, beta) if model is None else dynamics(**model)
     x = np.array(x0, dtype=dtype, copy=True)
     obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
     traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
-    status, _ = integrate(x, dynamics(kind, beta), METHOD_CODES[method], dt, stride, eps, obs,
+    status, _ = integrate(x, dyn, METHOD_CODES[method], dt, stride, eps, obs,
                           traj, np.zeros(1, dtype=np.int64))
     return status, obs, x, traj
