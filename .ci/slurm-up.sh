@@ -28,7 +28,7 @@ chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
 mkdir -p /run/munge /var/lib/munge /var/log/munge
 chown munge:munge /run/munge /var/lib/munge /var/log/munge
 chmod 755 /run/munge
-if ! pgrep -u munge -x munged >/dev/null; then
+if ! munge -n </dev/null >/dev/null 2>&1; then  # no munged answering yet
     runuser -u munge -- /usr/sbin/munged
 fi
 

@@ -216,8 +216,9 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"(config hash {cfg.hash}, parts in {store.dir})")
     if found.missing:
         out.print(f"missing: {_indices(found.missing)}")
-    for job, error in found.failed[:20] + found.damaged[:20]:
-        out.print(f"failed: job {job.index} ({job.describe()}): {error}", markup=False)
+    for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
+        for job, error in listed[:20]:
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")

@@ -8,12 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import xarray as xr
 import yaml
 from typer.testing import CliRunner
 
+from helpers import assert_same_results
 from sweep import cluster, config
 from sweep.cli import app
 from sweep.config import ConfigError
@@ -37,15 +37,6 @@ def cfg_path(tmp_path):
     path = tmp_path / "small.yaml"
     path.write_text(yaml.safe_dump(CFG, sort_keys=False))
     return path
-
-
-def assert_same_results(a, b):
-    """Value for value, NaN where NaN; wall_seconds is the one variable allowed to differ."""
-    a, b = a.drop_vars("wall_seconds"), b.drop_vars("wall_seconds")
-    assert set(a.data_vars) == set(b.data_vars) and dict(a.sizes) == dict(b.sizes)
-    for name in a.variables:
-        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
-    assert a.attrs["sweep_config_hash"] == b.attrs["sweep_config_hash"]
 
 
 def load(path):
@@ -163,6 +154,10 @@ def test_status_lists_missing_and_failed_and_the_shards_to_rerun(cfg_path, tmp_p
     result = invoke("status", cfg_path, "--out", out, "--shards", 2)
     assert "--array=0-1" in result.output
     assert "--shards K" in invoke("status", cfg_path, "--out", out).output
+    store.path(jobs[0]).write_bytes(store.path(jobs[2]).read_bytes()[:100])  # cut short
+    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    assert result.exit_code == 0 and "1 damaged" in result.output
+    assert "damaged: job 0" in result.output and "--array=0-1" in result.output
 
 
 def test_only_failed_retries_failed_jobs_only(cfg_path, tmp_path):
