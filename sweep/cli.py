@@ -142,6 +142,9 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         store = Store(_output(cfg, path), cfg.hash)
         if failed_only:
             todo = cluster.only_failed(todo, store)
+        if part is not None:
+            err.print(f"shard {part.index} of {part.count} (from {part.source}): "
+                      f"{len(todo)} of {len(jobs)} job(s)")
         try:
             report = _run_with_progress(todo, store, cfg, workers or cluster.task_cpus(), force)
         except Interrupted as e:
@@ -237,6 +240,8 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     script = scheduler.jobs_dir(store.output) / "array.sbatch"
     if record.get("shards") == k and script.is_file():
         print(f"  sbatch --array={spec} {script}")
+        print(f"  then: sbatch --dependency=afterok:<that job> {script.with_name('merge.sbatch')}"
+              f" (or sweep merge {config} once it is done)")
 
 
 def _indices(jobs) -> str:

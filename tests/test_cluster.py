@@ -121,6 +121,7 @@ def test_shards_from_the_environment_merge_to_the_unsharded_result(cfg_path, tmp
                "SGE_TASK_STEPSIZE": "1"}
         result = invoke("run", cfg_path, "--out", out, env=env)
         assert result.exit_code == 0, result.output
+        assert f"shard {i} of {k} (from SGE)" in result.output
         assert not out.exists()  # a task writes its parts only
         done += len(range(i, n_jobs, k))
         assert len(list(Store(out, "").dir.glob("*.npz"))) == done
