@@ -225,6 +225,11 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")
+    _print_rerun(found, shards, store, config)
+
+
+def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config: Path) -> None:
+    """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
     record = scheduler.submitted(store.output) or {}
     k = shards or record.get("shards")
     if k is None:

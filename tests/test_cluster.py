@@ -250,6 +250,10 @@ def test_submit_dry_run_prints_the_scripts_only(cfg_path, tmp_path, monkeypatch)
     assert f"-m sweep run {cfg_path} --set integrate.t_max=1.0 --out " in array
     assert "\nexec " in array and "\nexec " in merge and "-m sweep merge" in merge
     assert not (tmp_path / "results").exists()
+    own = invoke("submit", cfg_path, "--shards", 3, "--dry-run",
+                 "--scheduler-arg=--signal=B:TERM@60")
+    own_array = own.output.split("# ---- ")[1]
+    assert own_array.count("--signal") == 1 and "#SBATCH --signal=B:TERM@60" in own_array
     bad = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", "pbs")
     assert bad.exit_code == 2 and "--scheduler" in bad.output
 
