@@ -32,20 +32,29 @@ CFG = {
 ACTIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED"}
 
 
+def _why_not() -> str | None:
+    """None when the test may submit: a cluster answers and it is the local test cluster
+    (or SWEEP_REQUIRE_SLURM=1 asks for whichever answers: jobs must see this /tmp)."""
+    if shutil.which("sbatch") is None:
+        return "SLURM is not installed (no sbatch)"
+    probe = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True,
+                           timeout=60)
+    if probe.returncode != 0:
+        return f"no SLURM controller reachable ({probe.stderr.strip()[-200:]})"
+    name = next((line.split("=", 1)[1].strip() for line in probe.stdout.splitlines()
+                 if line.startswith("ClusterName")), "?")
+    if name != "sweepci" and os.environ.get("SWEEP_REQUIRE_SLURM") != "1":
+        return f"SLURM cluster {name!r} is not the local test cluster of .ci/slurm-up.sh"
+    return None
+
+
 @pytest.fixture(scope="module")
 def slurm():
-    reason = None
-    if shutil.which("sbatch") is None:
-        reason = "SLURM is not installed (no sbatch)"
-    else:
-        probe = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True,
-                               timeout=30)
-        if probe.returncode != 0 or not probe.stdout.strip():
-            reason = f"no SLURM controller reachable ({probe.stderr.strip()[-200:]})"
+    reason = _why_not()
     if reason and os.environ.get("SWEEP_REQUIRE_SLURM") == "1":
         pytest.fail(f"{reason}, but SWEEP_REQUIRE_SLURM=1")
     if reason:
-        pytest.skip(f"{reason}; .ci/slurm-up.sh starts a one-node cluster")
+        pytest.skip(f"{reason}; .ci/slurm-up.sh starts one")
 
 
 def sweep(*args, cwd):
