@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -25,7 +26,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from sweep import __version__
+from sweep import __version__, cluster
+from sweep import submit as scheduler
 from sweep.config import Config, ConfigError, load
 from sweep.grid import axes, expand, shard
 from sweep.runner import Hooks, Interrupted, RunReport, run
@@ -118,42 +120,44 @@ def _summary(values: tuple) -> str:
 @app.command("run")
 def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             shard_spec: Annotated[str | None, typer.Option(
-                "--shard", help="Run shard I of K (0-based), written as I/K.")] = None,
+                "--shard", help="Run shard I of K (0-based), written as I/K. Inside a job "
+                "array, taken from SWEEP_SHARD or the scheduler's array variables.")] = None,
             workers: Annotated[int | None, typer.Option(
-                "--workers", min=1, help="Jobs run at once (default: CPUs available).")] = None,
+                "--workers", min=1, help="Jobs run at once (default: the CPUs this task was "
+                "given).")] = None,
             force: Annotated[bool, typer.Option(
-                "--force", help="Recompute jobs that are already complete.")] = False):
-    """Run every job (or one shard), skipping those already complete, then merge."""
+                "--force", help="Recompute jobs that are already complete.")] = False,
+            failed_only: Annotated[bool, typer.Option(
+                "--only-failed", help="Retry only the jobs that failed (writes parts only).")]
+            = False):
+    """Run every job (or one shard), skipping those already complete, then merge.
+
+    A shard (--shard, SWEEP_SHARD or a job array) writes its parts only; `sweep merge`
+    assembles them.
+    """
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        part = _parse_shard(shard_spec)
-        todo = shard(jobs, *part) if part else jobs
+        part = cluster.resolve_shard(shard_spec)
+        todo = shard(jobs, part.index, part.count) if part else jobs
         store = Store(_output(cfg, path), cfg.hash)
+        if failed_only:
+            todo = cluster.only_failed(todo, store)
+        if part is not None:
+            err.print(f"shard {part.index} of {part.count} (from {part.source}): "
+                      f"{len(todo)} of {len(jobs)} job(s)")
         try:
-            report = _run_with_progress(todo, store, cfg, workers, force)
+            report = _run_with_progress(todo, store, cfg, workers or cluster.task_cpus(), force)
         except Interrupted as e:
             err.print(f"interrupted: {e.report.completed} job(s) finished this run and are kept "
                       f"in {store.dir}; run the same command again to resume.")
             raise typer.Exit(130) from None
         _print_report(report, store)
-        if part is None:
+        if part is None and not failed_only:
             target = write_dataset(merge(cfg, jobs, store), store.output)
             out.print(f"results: {target}")
     if report.failed:
         raise typer.Exit(1)
-
-
-def _parse_shard(spec: str | None) -> tuple[int, int] | None:
-    if spec is None:
-        return None
-    i, sep, k = spec.partition("/")
-    if not sep or not i.strip().isdigit() or not k.strip().isdigit():
-        raise ConfigError(f"--shard {spec}: expected I/K with integers, e.g. 0/4")
-    i, k = int(i), int(k)
-    if k < 1 or i >= k:
-        raise ConfigError(f"--shard {spec}: need 0 <= I < K")
-    return i, k
 
 
 def _run_with_progress(jobs, store, cfg, workers, force) -> RunReport:
@@ -192,8 +196,124 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
-        ds = merge(cfg, expand(cfg), store, allow_missing=allow_missing)
+        jobs = expand(cfg)
+        cluster.check_not_edited(jobs, store)
+        ds = merge(cfg, jobs, store, allow_missing=allow_missing)
         out.print(f"results: {write_dataset(ds, store.output)}")
+
+
+# ---------------------------------------------------------------- cluster
+
+@app.command()
+def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+           shards: Annotated[int | None, typer.Option(
+               "--shards", min=1, help="K of the job array, for the list of shards to rerun "
+               "(default: K of the last `sweep submit`).")] = None):
+    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
+    with user_errors():
+        cfg = _load(config, sets)
+        store = Store(_output(cfg, path), cfg.hash)
+        found = cluster.survey(expand(cfg), store)
+    damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
+    out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
+              f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
+              f"(config hash {cfg.hash}, parts in {store.dir})")
+    if found.missing:
+        out.print(f"missing: {_indices(found.missing)}")
+    for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
+        for job, error in listed[:20]:
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
+    if found.strays:
+        out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
+                  "config or grid wrote them)")
+    _print_rerun(found, shards, store, config)
+
+
+def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config: Path) -> None:
+    """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
+    record = scheduler.submitted(store.output) or {}
+    k = shards or record.get("shards")
+    if k is None:
+        if found.rerun(1):
+            out.print("pass --shards K for the shards of a K-task array to rerun")
+        return
+    rerun = found.rerun(k)
+    if not rerun:
+        out.print(f"shards to rerun (K={k}): none")
+        return
+    spec = cluster.array_spec(rerun)
+    out.print(f"shards to rerun (K={k}): --array={spec}")
+    script = scheduler.jobs_dir(store.output) / "array.sbatch"
+    if record.get("shards") == k and script.is_file():
+        print(f"  sbatch --array={spec} {script}")
+        print(f"  then: sbatch --dependency=afterok:<that job> {script.with_name('merge.sbatch')}"
+              f" (or sweep merge {config} once it is done)")
+
+
+def _indices(jobs) -> str:
+    shown = ", ".join(str(j.index) for j in jobs[:20])
+    return shown + (f" and {len(jobs) - 20} more" if len(jobs) > 20 else "")
+
+
+@app.command("submit")
+def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+               shards: Annotated[int, typer.Option(
+                   "--shards", min=1, help="K: array tasks; task I runs jobs I, I + K, ...")]
+               = ...,
+               parallel: Annotated[int | None, typer.Option(
+                   "--parallel", min=1, help="P: at most this many tasks at once (%P).")]
+               = None,
+               scheduler_name: Annotated[str, typer.Option(
+                   "--scheduler", help="Which scheduler's scripts to write: slurm.")]
+               = "slurm",
+               dry_run: Annotated[bool, typer.Option(
+                   "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
+               scheduler_args: Annotated[list[str] | None, typer.Option(
+                   "--scheduler-arg", help="An option for both scripts, e.g. "
+                   "--scheduler-arg=--time=02:00:00 (repeatable).")] = None,
+               workers: Annotated[int | None, typer.Option(
+                   "--workers", min=1, help="Jobs at once in each task (default: its CPUs).")]
+               = None):
+    """Write a job-array script plus a merge job (afterok) and submit both.
+
+    The kernels are compiled once into NUMBA_CACHE_DIR (default <output>.jobs/numba-cache)
+    before the array starts; on a shared file system every task then only reads that cache.
+    """
+    with user_errors():
+        cfg = _load(config, sets)
+        n_jobs = len(expand(cfg))
+        if scheduler_name not in scheduler.SCHEDULERS:
+            raise ConfigError(f"--scheduler {scheduler_name}: one of "
+                              + " | ".join(scheduler.SCHEDULERS))
+        plan = scheduler.make_plan(cfg.name, config, sets or [], _output(cfg, path), shards,
+                                   parallel, workers, scheduler_args)
+        if shards > n_jobs:
+            err.print(f"note: {shards} shards for {n_jobs} job(s); shards {n_jobs} to "
+                      f"{shards - 1} have nothing to do")
+        if dry_run:
+            for name, text in (("array.sbatch", scheduler.slurm_array(plan)),
+                               ("merge.sbatch", scheduler.slurm_merge(plan))):
+                print(f"# ---- {plan.jobs_dir / name}\n{text}")
+            return
+        array_id, merge_id = scheduler.submit(plan, cfg.hash)
+    out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
+              f"{plan.logs}", markup=False)
+    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
+              markup=False)
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
+              markup=False)
+
+
+@app.command("compile")
+def compile_cmd(config: ConfigArg, sets: SetOpt = None):
+    """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
+    from sweep.simulate import warm_up
+
+    with user_errors():
+        dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}
+    warm_up(dtypes)
+    cache = os.environ.get("NUMBA_CACHE_DIR") or "Numba's default cache"
+    out.print(f"kernels compiled ({', '.join(sorted(dtypes))}) into {cache}")
 
 
 # ---------------------------------------------------------------- show

@@ -177,6 +177,8 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     positions = _positions(config, jobs, parts, dims, shape, t)
     if positions is not None:
         data["positions"] = positions
+    # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
+    # result never depends on their join/compat defaults, which xarray is changing.
     ds = xr.Dataset(data, coords=_coords(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds

@@ -1,4 +1,4 @@
-"""Small helpers shared by the tests: run the compiled kernel on one state."""
+"""Small helpers shared by the tests: run the compiled kernel on one state, compare results."""
 
 from __future__ import annotations
 
@@ -19,3 +19,13 @@ def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n
     status, _ = integrate(x, dyn, METHOD_CODES[method], dt, stride, eps, obs,
                           traj, np.zeros(1, dtype=np.int64))
     return status, obs, x, traj
+
+
+def assert_same_results(a, b):
+    """Two results datasets agree value for value (NaN where NaN) and come from one config;
+    wall_seconds is the one variable allowed to differ."""
+    a, b = a.drop_vars("wall_seconds"), b.drop_vars("wall_seconds")
+    assert set(a.data_vars) == set(b.data_vars) and dict(a.sizes) == dict(b.sizes)
+    for name in a.variables:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    assert a.attrs["sweep_config_hash"] == b.attrs["sweep_config_hash"]
