@@ -5,7 +5,7 @@ PY      := $(VENV)/bin/python
 SWEEP   := $(VENV)/bin/sweep
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 
-.PHONY: install test test-physics demo bench lint clean
+.PHONY: install test test-physics demo bench lint clean figures
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,3 +41,45 @@ lint: install
 
 clean:
 	rm -rf results .numba_cache .pytest_cache
+
+# ---------------------------------------------------------------- figures
+# sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`
+# redoes only what a changed config or analysis module affects. Each sweep runs on
+# FIG_WORKERS threads; -j2 runs the two sweeps side by side.
+FIG_WORKERS ?= 1
+FIGURES := figures/phase-glpr.png figures/phase-glpr-lines.png \
+           figures/condensation.png figures/condensation-lines.png
+
+figures: $(FIGURES)
+
+results/phase-glpr.nc results/condensation.nc: results/%.nc: configs/%.yaml | $(VENV)/.installed
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+results/theory-equiangular-n32.nc: sweep/theory.py | $(VENV)/.installed
+	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9 181 --t-max 30 \
+		--save-every 0.25 -o $@
+
+results/phase-glpr.threshold.nc: results/phase-glpr.nc sweep/analysis.py
+	$(SWEEP) threshold $< --var clustered_fraction --along time --level 0.5 -o $@
+
+results/condensation.threshold.nc: results/condensation.nc sweep/analysis.py
+	$(SWEEP) threshold $< --var n_clusters --time plateau --along beta --level 1.5 \
+		--direction up -o $@
+
+figures/phase-glpr.png: results/phase-glpr.nc results/phase-glpr.threshold.nc \
+                        results/theory-equiangular-n32.nc sweep/plots.py
+	$(SWEEP) plot $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
+		--theory $(word 3,$^) -o $@
+
+figures/phase-glpr-lines.png: results/phase-glpr.nc results/theory-equiangular-n32.nc \
+                              sweep/plots.py
+	$(SWEEP) plot $< --var mean_cosine --x time --lines beta --sel d=1024 \
+		--theory $(word 2,$^) -o $@
+
+figures/condensation.png: results/condensation.nc results/condensation.threshold.nc \
+                          sweep/plots.py
+	$(SWEEP) plot $< --var n_clusters --time plateau --x beta --y d \
+		--threshold $(word 2,$^) -o $@
+
+figures/condensation-lines.png: results/condensation.nc sweep/plots.py
+	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@

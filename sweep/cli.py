@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -24,7 +26,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from sweep import __version__
+from sweep import __version__, cluster
+from sweep import submit as scheduler
 from sweep.config import Config, ConfigError, load
 from sweep.grid import axes, expand, shard
 from sweep.runner import Hooks, Interrupted, RunReport, run
@@ -43,7 +46,7 @@ OutOpt = Annotated[Path | None, typer.Option(
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -117,42 +120,44 @@ def _summary(values: tuple) -> str:
 @app.command("run")
 def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             shard_spec: Annotated[str | None, typer.Option(
-                "--shard", help="Run shard I of K (0-based), written as I/K.")] = None,
+                "--shard", help="Run shard I of K (0-based), written as I/K. Inside a job "
+                "array, taken from SWEEP_SHARD or the scheduler's array variables.")] = None,
             workers: Annotated[int | None, typer.Option(
-                "--workers", min=1, help="Jobs run at once (default: CPUs available).")] = None,
+                "--workers", min=1, help="Jobs run at once (default: the CPUs this task was "
+                "given).")] = None,
             force: Annotated[bool, typer.Option(
-                "--force", help="Recompute jobs that are already complete.")] = False):
-    """Run every job (or one shard), skipping those already complete, then merge."""
+                "--force", help="Recompute jobs that are already complete.")] = False,
+            failed_only: Annotated[bool, typer.Option(
+                "--only-failed", help="Retry only the jobs that failed (writes parts only).")]
+            = False):
+    """Run every job (or one shard), skipping those already complete, then merge.
+
+    A shard (--shard, SWEEP_SHARD or a job array) writes its parts only; `sweep merge`
+    assembles them.
+    """
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        part = _parse_shard(shard_spec)
-        todo = shard(jobs, *part) if part else jobs
+        part = cluster.resolve_shard(shard_spec)
+        todo = shard(jobs, part.index, part.count) if part else jobs
         store = Store(_output(cfg, path), cfg.hash)
+        if failed_only:
+            todo = cluster.only_failed(todo, store)
+        if part is not None:
+            err.print(f"shard {part.index} of {part.count} (from {part.source}): "
+                      f"{len(todo)} of {len(jobs)} job(s)")
         try:
-            report = _run_with_progress(todo, store, cfg, workers, force)
+            report = _run_with_progress(todo, store, cfg, workers or cluster.task_cpus(), force)
         except Interrupted as e:
             err.print(f"interrupted: {e.report.completed} job(s) finished this run and are kept "
                       f"in {store.dir}; run the same command again to resume.")
             raise typer.Exit(130) from None
         _print_report(report, store)
-        if part is None:
+        if part is None and not failed_only:
             target = write_dataset(merge(cfg, jobs, store), store.output)
             out.print(f"results: {target}")
     if report.failed:
         raise typer.Exit(1)
-
-
-def _parse_shard(spec: str | None) -> tuple[int, int] | None:
-    if spec is None:
-        return None
-    i, sep, k = spec.partition("/")
-    if not sep or not i.strip().isdigit() or not k.strip().isdigit():
-        raise ConfigError(f"--shard {spec}: expected I/K with integers, e.g. 0/4")
-    i, k = int(i), int(k)
-    if k < 1 or i >= k:
-        raise ConfigError(f"--shard {spec}: need 0 <= I < K")
-    return i, k
 
 
 def _run_with_progress(jobs, store, cfg, workers, force) -> RunReport:
@@ -191,8 +196,124 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
-        ds = merge(cfg, expand(cfg), store, allow_missing=allow_missing)
+        jobs = expand(cfg)
+        cluster.check_not_edited(jobs, store)
+        ds = merge(cfg, jobs, store, allow_missing=allow_missing)
         out.print(f"results: {write_dataset(ds, store.output)}")
+
+
+# ---------------------------------------------------------------- cluster
+
+@app.command()
+def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+           shards: Annotated[int | None, typer.Option(
+               "--shards", min=1, help="K of the job array, for the list of shards to rerun "
+               "(default: K of the last `sweep submit`).")] = None):
+    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
+    with user_errors():
+        cfg = _load(config, sets)
+        store = Store(_output(cfg, path), cfg.hash)
+        found = cluster.survey(expand(cfg), store)
+    damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
+    out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
+              f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
+              f"(config hash {cfg.hash}, parts in {store.dir})")
+    if found.missing:
+        out.print(f"missing: {_indices(found.missing)}")
+    for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
+        for job, error in listed[:20]:
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
+    if found.strays:
+        out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
+                  "config or grid wrote them)")
+    _print_rerun(found, shards, store, config)
+
+
+def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config: Path) -> None:
+    """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
+    record = scheduler.submitted(store.output) or {}
+    k = shards or record.get("shards")
+    if k is None:
+        if found.rerun(1):
+            out.print("pass --shards K for the shards of a K-task array to rerun")
+        return
+    rerun = found.rerun(k)
+    if not rerun:
+        out.print(f"shards to rerun (K={k}): none")
+        return
+    spec = cluster.array_spec(rerun)
+    out.print(f"shards to rerun (K={k}): --array={spec}")
+    script = scheduler.jobs_dir(store.output) / "array.sbatch"
+    if record.get("shards") == k and script.is_file():
+        print(f"  sbatch --array={spec} {script}")
+        print(f"  then: sbatch --dependency=afterok:<that job> {script.with_name('merge.sbatch')}"
+              f" (or sweep merge {config} once it is done)")
+
+
+def _indices(jobs) -> str:
+    shown = ", ".join(str(j.index) for j in jobs[:20])
+    return shown + (f" and {len(jobs) - 20} more" if len(jobs) > 20 else "")
+
+
+@app.command("submit")
+def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+               shards: Annotated[int, typer.Option(
+                   "--shards", min=1, help="K: array tasks; task I runs jobs I, I + K, ...")]
+               = ...,
+               parallel: Annotated[int | None, typer.Option(
+                   "--parallel", min=1, help="P: at most this many tasks at once (%P).")]
+               = None,
+               scheduler_name: Annotated[str, typer.Option(
+                   "--scheduler", help="Which scheduler's scripts to write: slurm.")]
+               = "slurm",
+               dry_run: Annotated[bool, typer.Option(
+                   "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
+               scheduler_args: Annotated[list[str] | None, typer.Option(
+                   "--scheduler-arg", help="An option for both scripts, e.g. "
+                   "--scheduler-arg=--time=02:00:00 (repeatable).")] = None,
+               workers: Annotated[int | None, typer.Option(
+                   "--workers", min=1, help="Jobs at once in each task (default: its CPUs).")]
+               = None):
+    """Write a job-array script plus a merge job (afterok) and submit both.
+
+    The kernels are compiled once into NUMBA_CACHE_DIR (default <output>.jobs/numba-cache)
+    before the array starts; on a shared file system every task then only reads that cache.
+    """
+    with user_errors():
+        cfg = _load(config, sets)
+        n_jobs = len(expand(cfg))
+        if scheduler_name not in scheduler.SCHEDULERS:
+            raise ConfigError(f"--scheduler {scheduler_name}: one of "
+                              + " | ".join(scheduler.SCHEDULERS))
+        plan = scheduler.make_plan(cfg.name, config, sets or [], _output(cfg, path), shards,
+                                   parallel, workers, scheduler_args)
+        if shards > n_jobs:
+            err.print(f"note: {shards} shards for {n_jobs} job(s); shards {n_jobs} to "
+                      f"{shards - 1} have nothing to do")
+        if dry_run:
+            for name, text in (("array.sbatch", scheduler.slurm_array(plan)),
+                               ("merge.sbatch", scheduler.slurm_merge(plan))):
+                print(f"# ---- {plan.jobs_dir / name}\n{text}")
+            return
+        array_id, merge_id = scheduler.submit(plan, cfg.hash)
+    out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
+              f"{plan.logs}", markup=False)
+    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
+              markup=False)
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
+              markup=False)
+
+
+@app.command("compile")
+def compile_cmd(config: ConfigArg, sets: SetOpt = None):
+    """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
+    from sweep.simulate import warm_up
+
+    with user_errors():
+        dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}
+    warm_up(dtypes)
+    cache = os.environ.get("NUMBA_CACHE_DIR") or "Numba's default cache"
+    out.print(f"kernels compiled ({', '.join(sorted(dtypes))}) into {cache}")
 
 
 # ---------------------------------------------------------------- show
@@ -234,6 +355,161 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
         if "sweep_config" in ds.attrs:
             out.print("config:")
             out.print(ds.attrs["sweep_config"].rstrip(), markup=False)
+
+
+# ---------------------------------------------------------------- analysis: threshold, plot
+
+ResultsArg = Annotated[Path, typer.Argument(help="A results .nc file (from sweep run/merge).",
+                                            show_default=False)]
+VarOpt = Annotated[str, typer.Option("--var", help="The variable, e.g. clustered_fraction.",
+                                     show_default=False)]
+TimeOpt = Annotated[str | None, typer.Option(
+    "--time", help="A saved time, final (default), all (keep time as an axis), or a "
+                   "reduction over time per run: max | min | mean | plateau.")]
+FileOut = Annotated[Path | None, typer.Option("-o", "--output", help="netCDF file to write.")]
+
+
+@app.command("threshold")
+def threshold_cmd(
+        results: ResultsArg, var: VarOpt,
+        along: Annotated[str, typer.Option("--along", help="Axis to cross along.")] = "beta",
+        level: Annotated[float, typer.Option("--level", help="Level to cross.")] = 0.5,
+        time: TimeOpt = None, output: FileOut = None,
+        bootstrap: Annotated[int, typer.Option(
+            "--bootstrap", min=0, help="Resamples of the seeds for the 95% interval.")] = 1000,
+        seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
+        direction: Annotated[str, typer.Option(
+            "--direction", help="Crossings counted: any | up | down.")] = "any"):
+    """Where the seed-mean VAR first crosses LEVEL along an axis, with a bootstrap interval."""
+    from sweep import analysis
+
+    with user_errors():
+        ds = analysis.open_results(results)
+        th = analysis.threshold(ds, var, along, level, time, bootstrap, seed, direction)
+        path = write_dataset(th, output) if output is not None else None
+    _print_threshold(th)
+    if path is not None:
+        out.print(f"threshold: {path}")
+
+
+def _print_threshold(th, rows: int = 40) -> None:
+    out.print(f"{th.attrs['along']} where the seed-mean {th.attrs['var']} crosses "
+              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s))")
+    dims = list(th.threshold.dims)
+    table = Table()
+    for col in dims + ["threshold", "95% interval"]:
+        table.add_column(col, justify="right")
+    flat = th.to_dataframe().reset_index().to_dict("records") if dims else [
+        {k: float(th[k]) for k in ("threshold", "threshold_low", "threshold_high")}]
+    found = [r for r in flat if r["threshold"] == r["threshold"]]
+    for rec in found[:rows]:
+        table.add_row(*[f"{rec[d]:g}" for d in dims], f"{rec['threshold']:.4g}",
+                      f"[{rec['threshold_low']:.4g}, {rec['threshold_high']:.4g}]")
+    out.print(table)
+    if len(found) > rows:
+        out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all")
+    if len(found) < len(flat):
+        out.print(f"{len(flat) - len(found)} point(s) never cross (NaN)")
+
+
+@app.command("plot")
+def plot_cmd(
+        results: ResultsArg, var: VarOpt,
+        x: Annotated[str, typer.Option("--x", help="Horizontal axis.")] = "beta",
+        y: Annotated[str | None, typer.Option(
+            "--y", help="Vertical axis of a heatmap (without it: lines of VAR against x).")]
+        = None, time: TimeOpt = None,
+        sel: Annotated[list[str] | None, typer.Option(
+            "--sel", help="Fix an axis at its nearest grid value: --sel d=128.")] = None,
+        lines: Annotated[str | None, typer.Option(
+            "--lines", help="Line plot: one line per value of this axis (a few are picked).")]
+        = None,
+        threshold: Annotated[Path | None, typer.Option(
+            "--threshold", help="A sweep threshold file to draw with its interval.")] = None,
+        theory: Annotated[Path | None, typer.Option(
+            "--theory", help="A sweep theory file to overlay (equiangular or kappa-c).")]
+        = None,
+        output: Annotated[Path | None, typer.Option(
+            "-o", "--output", help="Figure file: .png, .pdf or .svg (default: "
+                                   "figures/<results>-<var>.png).")] = None):
+    """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
+    from sweep import analysis, plots
+
+    with user_errors():
+        ds = analysis.open_results(results)
+        extra = {k: analysis.open_results(p) for k, p in
+                 (("threshold", threshold), ("theory", theory)) if p is not None}
+        path = output or Path("figures") / f"{results.stem}-{var}.png"
+        done = plots.plot(ds, var, path, x=x, y=y, time=time,
+                          selection=analysis.parse_selection(sel), series=lines, **extra)
+    out.print(f"figure: {done}")
+
+
+# ---------------------------------------------------------------- theory
+
+theory_app = typer.Typer(no_args_is_help=True, help="Theory curves to compare sweeps with.")
+app.add_typer(theory_app, name="theory")
+
+
+@theory_app.command("equiangular")
+def theory_equiangular(
+        n: Annotated[int, typer.Option("--n", min=2, help="Tokens.")] = 32,
+        model: Annotated[str, typer.Option(
+            "--model", help="softmax | unnormalized.")] = "softmax",
+        eps: Annotated[float, typer.Option("--eps", help="Boundary at rho = 1 - eps.")] = 1e-3,
+        beta: Annotated[tuple[float, float, int], typer.Option(
+            "--beta", help="Betas as START STOP NUM (linspace).")] = (0.0, 9.0, 91),
+        t_max: Annotated[float, typer.Option("--t-max", help="Last time of rho(t).")] = 30.0,
+        save_every: Annotated[float, typer.Option(
+            "--save-every", help="Time step of the rho(t) grid.")] = 0.5,
+        rho0: Annotated[float, typer.Option("--rho0", help="Initial cosine.")] = 0.0,
+        output: FileOut = None):
+    """The equiangular-ODE (t, beta) boundary: t*(beta) where rho_beta(t) = 1 - eps."""
+    import numpy as np
+
+    from sweep import theory
+
+    if beta[2] < 1 or t_max <= 0 or save_every <= 0:
+        raise fail("--beta NUM, --t-max and --save-every must be positive")
+    betas = np.linspace(*beta)
+    times = np.arange(round(t_max / save_every) + 1) * save_every
+    with user_errors():
+        ds = theory.equiangular(n, model, eps, betas, times, rho0)
+        path = write_dataset(ds, output) if output is not None else None
+    out.print(f"equiangular ODE, n = {n}, {model}: time t* at which rho = 1 - {eps:g}")
+    table = Table()
+    table.add_column("beta", justify="right")
+    table.add_column("t*", justify="right")
+    step = max(1, betas.size // 20)
+    for b, t in zip(betas[::step], ds.t_boundary.values[::step]):
+        table.add_row(f"{b:g}", f"{t:.5g}")
+    out.print(table)
+    if path is not None:
+        out.print(f"theory: {path}")
+
+
+@theory_app.command("kappa-c")
+def theory_kappa_c(
+        d: Annotated[list[float], typer.Option("--d", help="Dimension(s), repeatable.")],
+        beta: Annotated[list[float], typer.Option("--beta", help="Beta(s), repeatable.")],
+        output: FileOut = None):
+    """Noise threshold kappa_c = beta / E[t e^(beta t)] of the unnormalized model."""
+    from sweep import theory
+
+    with user_errors():
+        ds = theory.kappa_c_dataset(d, beta)
+        path = write_dataset(ds, output) if output is not None else None
+    out.print("kappa_c(beta, d) of the unnormalized model; noise threshold D_c = 1 / kappa_c")
+    table = Table()
+    for col in ("d", "beta", "kappa_c", "D_c"):
+        table.add_column(col, justify="right")
+    for dd in ds.d.values:
+        for b in ds.beta.values:
+            k = float(ds.kappa_c.sel(d=dd, beta=b))
+            table.add_row(f"{dd:g}", f"{b:g}", f"{k:.8g}", f"{1 / k:.8g}" if k else "inf")
+    out.print(table)
+    if path is not None:
+        out.print(f"theory: {path}")
 
 
 def main() -> None:

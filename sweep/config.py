@@ -16,34 +16,71 @@ from typing import Any
 
 import yaml
 
+from sweep.kernels.model import ATTENTION_CODES, parse_mask
+
 
 class ConfigError(ValueError):
     """A mistake in a config or its overrides; str() names the key or file in one line."""
 
 
 def _rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
-          nullable=False):
+          nullable=False, check=None):
+    """check: optional callable value -> clean value, raising ValueError(message)."""
     return {"kind": kind, "choices": choices, "low": low, "high": high,
-            "low_open": low_open, "high_open": high_open, "nullable": nullable}
+            "low_open": low_open, "high_open": high_open, "nullable": nullable,
+            "check": check}
 
 
 def _field(default, kind: type, **rule):
     return field(default=default, metadata=_rule(kind, **rule))
 
 
+def _matrix(*names: str):
+    """A matrix spec: one of `names` or a path to a .npy file (shape checked per job)."""
+    def check(value: str) -> str:
+        if value in names or value.endswith(".npy"):
+            return value
+        raise ValueError(f"{value!r} is not one of {' | '.join(names)} | path/to.npy")
+    return check
+
+
+def _betas(value: list) -> tuple:
+    """head_beta: a non-empty list of finite numbers >= 0, kept as a (hashable) tuple."""
+    if not value or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
+                            and math.isfinite(b) and b >= 0 for b in value):
+        raise ValueError(f"expected a non-empty list of numbers >= 0, got {value!r}")
+    return tuple(float(b) for b in value)
+
+
+def _mask(value: str) -> str:
+    parse_mask(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Model:
-    attention: str = _field("softmax", str, choices=("softmax", "unnormalized"))
+    attention: str = _field("softmax", str, choices=tuple(ATTENTION_CODES))
     beta: float = _field(1.0, float, low=0.0)
     d: int = _field(3, int, low=2)
     n: int = _field(32, int, low=1)
+    heads: int = _field(1, int, low=1)
+    head_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
+    qk: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal"))
+    v: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal", "qk"))
+    mask: str = _field("dense", str, check=_mask)
+    noise: float = _field(0.0, float, low=0.0)
+    ffn: str = _field("none", str, check=_matrix("none", "gaussian"))
 
 
 @dataclass(frozen=True)
 class Init:
-    kind: str = _field("uniform", str, choices=("uniform", "orthonormal", "equiangular"))
+    kind: str = _field("uniform", str, choices=("uniform", "orthonormal", "equiangular",
+                                                "clusters", "circle", "file"))
     overlap: float = _field(0.0, float, low=0.0, high=1.0, high_open=True)
+    clusters: int = _field(4, int, low=1)
+    spread: float = _field(0.1, float, low=0.0)
     jitter: float = _field(0.0, float, low=0.0)
+    path: str | None = _field(None, str, nullable=True)
 
 
 @dataclass(frozen=True)
@@ -89,7 +126,7 @@ class Config:
     source: Path | None = None  # the YAML file, for resolving relative input paths
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "model": asdict(self.model), "init": asdict(self.init),
+        return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
                 "integrate": asdict(self.integrate), "grid": self.grid,
                 "output": asdict(self.output)}
 
@@ -102,6 +139,11 @@ class Config:
         d = self.to_dict()
         d["output"] = {"positions": self.output.positions}
         return stable_hash(d)
+
+
+def plain(section: dict) -> dict:
+    """Tuples (head_beta) as lists, so the dict dumps as plain YAML."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in section.items()}
 
 
 def stable_hash(obj: Any, length: int = 16) -> str:
@@ -118,6 +160,8 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    if kind is list and isinstance(value, tuple):  # already clean
+        value = list(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {value!r}")
     if kind is float and not math.isfinite(value):
@@ -132,10 +176,15 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     if high is not None and (value >= high if rule["high_open"] else value > high):
         raise ConfigError(f"{key}: must be {'<' if rule['high_open'] else '<='} {high}, "
                           f"got {value!r}")
+    if rule.get("check") is not None:
+        try:
+            value = rule["check"](value)
+        except ValueError as err:
+            raise ConfigError(f"{key}: {err}") from None
     return value
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list"}
 
 
 def build_section(cls: type, raw: Any, where: str):
@@ -172,6 +221,7 @@ def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> No
     if init.kind == "equiangular" and init.overlap > 0 and model.n + 1 > model.d:
         raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
                           f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
+    check_zoo(model, init, integ, at)
     stride = integ.save_every / integ.dt
     if abs(stride - round(stride)) > 1e-9 * stride or round(stride) < 1:
         raise ConfigError(f"integrate.save_every: must be a whole multiple of dt "
@@ -180,6 +230,27 @@ def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> No
     if abs(saves - round(saves)) > 1e-9 * saves or round(saves) < 1:
         raise ConfigError(f"integrate.t_max: must be a whole multiple of save_every "
                           f"({integ.t_max} / {integ.save_every} = {saves:g}){at}")
+
+
+def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
+    """Rules of the model zoo that involve several keys (file shapes: sweep.inputs)."""
+    if model.head_beta is not None and len(model.head_beta) != model.heads:
+        raise ConfigError(f"model.head_beta: {len(model.head_beta)} value(s) for "
+                          f"heads={model.heads}{at}")
+    _, param = parse_mask(model.mask)
+    name = model.mask.partition(":")[0]
+    top = {"window": model.n - 1, "leaders": model.n - 1}.get(name, model.n)
+    if param > top:
+        raise ConfigError(f"model.mask: {model.mask} is larger than n={model.n} allows "
+                          f"(at most {name}:{top}){at}")
+    if model.noise > 0 and integ.method != "euler":
+        raise ConfigError(f"integrate.method: noise is integrated by Euler-Maruyama, "
+                          f"set method: euler (got {integ.method}){at}")
+    if init.kind == "clusters" and init.clusters > model.n:
+        raise ConfigError(f"init.clusters: {init.clusters} clusters for n={model.n} "
+                          f"tokens{at}")
+    if init.kind == "file" and not init.path:
+        raise ConfigError(f"init.path: required with kind: file{at}")
 
 
 # ---------------------------------------------------------------- loading

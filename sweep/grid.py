@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sweep import inputs
 from sweep.config import (
     SECTIONS,
     Config,
@@ -53,6 +55,7 @@ class Job:
     init: Any
     integrate: Any
     seed: int
+    source: Path | None = None  # the config file: input paths resolve relative to it
 
     def describe(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.params.items())
@@ -196,9 +199,11 @@ def expand(config: Config) -> list[Job]:
                     sections[section] = replace(sections[section], **{key: vals[i]})
         where = f"grid point {index}: " + ", ".join(f"{k}={v}" for k, v in params.items())
         check_job(sections["model"], sections["init"], sections["integrate"], where)
+        digests = inputs.check(sections["model"], sections["init"], seed, config.source)
         job_id = stable_hash({**{s: asdict(o) for s, o in sections.items()}, "seed": seed,
-                              "positions": config.output.positions})
-        jobs.append(Job(index, job_id, params, seed=seed, **sections))
+                              "positions": config.output.positions,
+                              **({"files": digests} if digests else {})})
+        jobs.append(Job(index, job_id, params, seed=seed, source=config.source, **sections))
     return jobs
 
 

@@ -1,6 +1,9 @@
 """One job: draw the start, pick the compiled kernel, return arrays. No I/O.
 
-Randomness enters here and nowhere else: the start depends only on (seed, init, n, d).
+Randomness enters here and nowhere else: the start depends only on (seed, init, n, d);
+random attention matrices only on (seed, d, heads, qk, v), the FFN matrix on (seed, d, ffn)
+and the noise stream on (seed, n, d), so every beta (and every noise level) of a sweep shares
+its start, its matrices and its Brownian increments.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sweep import states
+from sweep import inputs, matrices, states
 from sweep.config import stable_hash
 from sweep.grid import Job
 from sweep.kernels import (
@@ -18,6 +21,7 @@ from sweep.kernels import (
     NONFINITE,
     OBSERVABLES,
     STOPPED,
+    Dynamics,
     dynamics,
     integrate,
 )
@@ -40,14 +44,31 @@ class JobResult:
         return self.observables[:, OBSERVABLES.index(name)]
 
 
+def _rng(seed: int, **parts) -> np.random.Generator:
+    return np.random.default_rng([seed, int(stable_hash(parts), 16)])
+
+
 def start_rng(job: Job) -> np.random.Generator:
     """The generator for the initial state: a function of (seed, init, n, d) alone."""
-    key = stable_hash({"init": asdict(job.init), "n": job.model.n, "d": job.model.d})
-    return np.random.default_rng([job.seed, int(key, 16)])
+    return _rng(job.seed, init=asdict(job.init), n=job.model.n, d=job.model.d)
 
 
 def initial_state(job: Job) -> np.ndarray:
-    return states.draw(job.init, job.model.n, job.model.d, start_rng(job))
+    m, init = job.model, job.init
+    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed)
+             if init.kind == "file" else None)
+    return states.draw(init, m.n, m.d, start_rng(job), given)
+
+
+def job_dynamics(job: Job) -> Dynamics:
+    """The compiled model's parameters: matrices drawn or read, the noise stream keyed."""
+    m = job.model
+    qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
+                               job.source)
+    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source)
+    noise_key = int(stable_hash({"noise": job.seed, "n": m.n, "d": m.d}), 16) >> 1  # < 2^63
+    return dynamics(m.attention, m.beta, heads=m.heads, head_beta=m.head_beta, qk=qk, v=v,
+                    mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) -> JobResult:
@@ -59,7 +80,7 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) 
     n_traj = integ.n_saves if positions == "trajectory" else 0
     traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    status, _ = integrate(x, dynamics(model.attention, model.beta), METHOD_CODES[integ.method],
+    status, _ = integrate(x, job_dynamics(job), METHOD_CODES[integ.method],
                           integ.dt, integ.save_stride, integ.cluster_eps, obs, traj, flag)
     if status == STOPPED:
         raise Stopped(job.id)
@@ -104,10 +125,12 @@ NOMINAL_FLOPS = 1.0e9  # per core; a conservative figure for these kernels
 
 
 def job_flop(job: Job) -> float:
-    """About 4 n^2 d flops and n^2 exponentials (~20 flops each) per velocity evaluation."""
-    n, d = job.model.n, job.model.d
+    """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops
+    each), plus 4 n d^2 for the matrix products when the matrices are not the identity."""
+    n, d, m = job.model.n, job.model.d, job.model
     stages = 4 if job.integrate.method == "rk4" else 1
-    per_eval = n * n * (4 * d + 20)
+    matrix = 0 if m.qk == m.v == "identity" else 4 * n * d * d
+    per_eval = m.heads * (n * n * (4 * d + 20) + matrix)
     return job.integrate.n_steps * stages * per_eval + job.integrate.n_saves * 2 * per_eval
 
 

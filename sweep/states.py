@@ -36,9 +36,35 @@ def equiangular(n: int, d: int, overlap: float, rng: np.random.Generator) -> np.
     return np.sqrt(overlap) * frame[n] + np.sqrt(1.0 - overlap) * frame[:n]
 
 
-def draw(init, n: int, d: int, rng: np.random.Generator) -> np.ndarray:
-    """The start named by an `Init` section, with its Gaussian jitter, renormalised."""
-    if init.kind == "uniform":
+def clusters(n: int, d: int, k: int, spread: float, rng: np.random.Generator) -> np.ndarray:
+    """k uniform centres c; token i sits near c_{i mod k}: normalise(c + spread P_c(g)), g
+    standard Gaussian, so each tangent direction has angular spread about `spread`."""
+    centres = uniform(k, d, rng)[np.arange(n) % k]
+    g = rng.standard_normal((n, d))
+    g -= np.sum(g * centres, axis=1, keepdims=True) * centres
+    return _normalize(centres + spread * g)
+
+
+def circle(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """n points equally spaced on a random great circle: cos(2 pi i / n) e_1 + sin(...) e_2."""
+    e = _frame(d, 2, rng)
+    theta = 2.0 * np.pi * np.arange(n) / n
+    return np.cos(theta)[:, None] * e[0] + np.sin(theta)[:, None] * e[1]
+
+
+def draw(init, n: int, d: int, rng: np.random.Generator,
+         given: np.ndarray | None = None) -> np.ndarray:
+    """The start named by an `Init` section, with its Gaussian jitter, renormalised.
+
+    given: the [n, d] start of `kind: file`, read by the caller (this module reads no files).
+    """
+    if init.kind == "file":
+        x = np.array(given, dtype=np.float64)
+    elif init.kind == "clusters":
+        x = clusters(n, d, init.clusters, init.spread, rng)
+    elif init.kind == "circle":
+        x = circle(n, d, rng)
+    elif init.kind == "uniform":
         x = uniform(n, d, rng)
     elif init.kind == "orthonormal":
         x = orthonormal(n, d, rng)

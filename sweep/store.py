@@ -177,6 +177,8 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     positions = _positions(config, jobs, parts, dims, shape, t)
     if positions is not None:
         data["positions"] = positions
+    # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
+    # result never depends on their join/compat defaults, which xarray is changing.
     ds = xr.Dataset(data, coords=_coords(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds
@@ -208,6 +210,9 @@ def _coords(grid, t) -> dict:
             attrs = {"long_name": key, "units": "1"}
             if axis.log and key == axis.name:
                 attrs["spacing"] = "log"
+            if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
+                vals = [",".join(f"{b:g}" for b in v) if isinstance(v, tuple) else str(v)
+                        for v in vals]
             coords[key] = (axis.name, np.asarray(vals), attrs)
     return coords
 

@@ -1,4 +1,4 @@
-"""Small helpers shared by the tests: run the compiled kernel on one state."""
+"""Small helpers shared by the tests: run the compiled kernel on one state, compare results."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
 
 
 def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n_saves=2,
-               eps=1e-3, dtype=np.float64, trajectory=False):
-    """(status, observables [n_saves, 8], final x, traj) from the compiled kernel."""
+               eps=1e-3, dtype=np.float64, trajectory=False, model=None):
+    """(status, observables [n_saves, 8], final x, traj) from the compiled kernel.
+
+    model: keyword arguments of sweep.kernels.dynamics (overrides kind and beta)."""
+    dyn = dynamics(kind, beta) if model is None else dynamics(**model)
     x = np.array(x0, dtype=dtype, copy=True)
     obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
     traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
-    status, _ = integrate(x, dynamics(kind, beta), METHOD_CODES[method], dt, stride, eps, obs,
+    status, _ = integrate(x, dyn, METHOD_CODES[method], dt, stride, eps, obs,
                           traj, np.zeros(1, dtype=np.int64))
     return status, obs, x, traj
 
@@ -92,3 +95,13 @@ def tiny_model_dir(path, heads=2, **shape):
                      "vocab": {w: i for i, w in enumerate(TINY_VOCAB)}}}
     (path / "tokenizer.json").write_text(json.dumps(tok))
     return path, t
+
+
+def assert_same_results(a, b):
+    """Two results datasets agree value for value (NaN where NaN) and come from one config;
+    wall_seconds is the one variable allowed to differ."""
+    a, b = a.drop_vars("wall_seconds"), b.drop_vars("wall_seconds")
+    assert set(a.data_vars) == set(b.data_vars) and dict(a.sizes) == dict(b.sizes)
+    for name in a.variables:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+    assert a.attrs["sweep_config_hash"] == b.attrs["sweep_config_hash"]

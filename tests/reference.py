@@ -166,3 +166,147 @@ def pc1_share(x):
     """Largest eigenvalue of the covariance of x over its trace."""
     ev = np.linalg.eigvalsh(np.cov(x.T))
     return ev[-1] / ev.sum()
+
+
+# ---------------------------------------------------------------- the model zoo
+# A model is a dict of keyword arguments of sweep.kernels.model.dynamics: attention, beta,
+# heads, head_beta, qk, v ([d, d] or [h, d, d] or None for identity), mask ("window:2"...),
+# noise, noise_key, ffn ([d, d] or None).
+
+def _per_head(m, heads, d):
+    m = np.eye(d) if m is None else np.asarray(m, float)
+    return np.broadcast_to(m, (heads, d, d))
+
+
+def _parts(model, d):
+    heads = model.get("heads", 1)
+    betas = model.get("head_beta") or [model.get("beta", 1.0)] * heads
+    qk, v = _per_head(model.get("qk"), heads, d), _per_head(model.get("v"), heads, d)
+    name, _, param = model.get("mask", "dense").partition(":")
+    return betas, qk, v, name, int(param or 0)
+
+
+def allowed(n, name, param, scores):
+    """[n, n] bool: may i attend to j (topk needs the row scores)."""
+    i, j = np.indices((n, n))
+    if name == "causal":
+        return j <= i
+    if name == "window":
+        return np.abs(i - j) <= param
+    if name == "groups":
+        edges = [g * n // param for g in range(param + 1)]
+        block = np.searchsorted(edges, np.arange(n), side="right") - 1
+        return block[:, None] == block[None, :]
+    if name == "leaders":
+        return j < param
+    if name == "topk":
+        keep = np.zeros((n, n), bool)
+        for r in range(n):
+            keep[r, np.argsort(-scores[r], kind="stable")[:param]] = True
+        return keep
+    return np.ones((n, n), bool)
+
+
+def head_weights(x, kind, beta, qk, mask_name, param):
+    """[n, n] attention weights of one head, zero outside the mask."""
+    n = x.shape[0]
+    s = x @ qk @ x.T  # s_ij = <x_i, M x_j>
+    ok = allowed(n, mask_name, param, s)
+    if kind == "softmax":
+        e = np.where(ok, np.exp(beta * (s - np.where(ok, s, -np.inf).max(1, keepdims=True))), 0)
+        return e / e.sum(axis=1, keepdims=True)
+    if kind == "unnormalized":
+        return np.where(ok, np.exp(beta * s), 0.0) / n
+    if kind == "relu":
+        return np.where(ok, np.maximum(0.0, beta * s), 0.0) / n
+    w = np.zeros((n, n))  # hardmax: the best allowed j != i
+    cand = np.where(ok & ~np.eye(n, dtype=bool), s, -np.inf)
+    for r in range(n):
+        if np.isfinite(cand[r]).any():
+            w[r, np.argmax(cand[r])] = 1.0
+    return w
+
+
+def _frozen(model, n):
+    name, _, param = model.get("mask", "dense").partition(":")
+    return np.arange(n) < (int(param) if name == "leaders" else 0)
+
+
+def zoo_velocity(x, model):
+    """P_{x_i}(mean_h sum_j W^h_ij V_h x_j + F x_i); leaders have velocity zero."""
+    n, d = x.shape
+    betas, qk, v, name, param = _parts(model, d)
+    kind = model.get("attention", "softmax")
+    heads = [head_weights(x, kind, b, m, name, param) @ (x @ vh.T)
+             for b, m, vh in zip(betas, qk, v)]
+    u = np.mean(heads, axis=0)
+    if model.get("ffn") is not None:
+        u = u + x @ np.asarray(model["ffn"]).T
+    u[_frozen(model, n)] = 0.0
+    return u - np.sum(x * u, axis=1, keepdims=True) * x
+
+
+def _splitmix(key, counter):
+    with np.errstate(over="ignore"):
+        z = np.uint64(key) + (counter.astype(np.uint64) + np.uint64(1)) * np.uint64(
+            0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def normals(key, tick, n, d):
+    """[n, d] standard normals of step `tick`: SplitMix64 counters + Box-Muller."""
+    c = (tick * n + np.arange(n)[:, None]) * d + np.arange(d)[None, :]
+    u1 = (_splitmix(key, 2 * c) >> np.uint64(11)).astype(float) / 2.0**53
+    u2 = (_splitmix(key, 2 * c + 1) >> np.uint64(11)).astype(float) / 2.0**53
+    return np.sqrt(-2 * np.log(1 - u1)) * np.cos(2 * np.pi * u2)
+
+
+def zoo_step(x, model, method, dt, tick):
+    """One step; leaders are copied, not renormalised, so they never move at all."""
+    f = lambda y: zoo_velocity(y, model)  # noqa: E731
+    frozen = _frozen(model, x.shape[0])
+    if method == "rk4":
+        k1 = f(x)
+        k2 = f(x + 0.5 * dt * k1)
+        k3 = f(x + 0.5 * dt * k2)
+        k4 = f(x + dt * k3)
+        y = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    else:
+        y = x + dt * f(x)
+    if model.get("noise", 0.0) > 0:
+        xi = normals(model.get("noise_key", 0), tick, *x.shape)
+        xi = xi - np.sum(x * xi, axis=1, keepdims=True) * x
+        y = y + np.sqrt(2 * model["noise"] * dt) * np.where(frozen[:, None], 0.0, xi)
+    return np.where(frozen[:, None], x, normalize(y))
+
+
+def zoo_observables(x, model, eps):
+    """SPEC observables; energy and entropy are means over heads."""
+    n, d = x.shape
+    betas, qk, _, name, param = _parts(model, d)
+    base = observables(x, "softmax", 0.0, eps)
+    energies, entropies = [], []
+    for b, m in zip(betas, qk):
+        s = x @ m @ x.T
+        energies.append(s.sum() / (2 * n * n) if b == 0 else
+                        np.exp(b * s).sum() / (2 * b * n * n))
+        w = head_weights(x, model.get("attention", "softmax"), b, m, name, param)
+        z = w.sum(axis=1, keepdims=True)
+        p = np.divide(w, z, out=np.zeros_like(w), where=z > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            entropies.append(-np.where(p > 0, p * np.log(p), 0.0).sum(axis=1).mean())
+    base[6], base[7] = np.mean(energies), np.mean(entropies)
+    return base
+
+
+def zoo_trajectory(x, model, method, dt, stride, n_saves, eps):
+    """Observables at each save and the final state, stepping exactly like the kernel."""
+    obs, tick = [zoo_observables(x, model, eps)], 0
+    for _ in range(n_saves - 1):
+        for _ in range(stride):
+            x = zoo_step(x, model, method, dt, tick)
+            tick += 1
+        obs.append(zoo_observables(x, model, eps))
+    return np.array(obs), x

@@ -1,6 +1,7 @@
 """The command line end to end through CliRunner: plan, run, resume, merge, show."""
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -8,9 +9,11 @@ import xarray as xr
 import yaml
 from typer.testing import CliRunner
 
+from helpers import assert_same_results
 from sweep import __version__, config, runner
 from sweep.cli import app
 from sweep.grid import expand
+from sweep.simulate import Stopped
 from sweep.store import SCALARS, SERIES, Store, merge
 
 CFG = {
@@ -83,34 +86,42 @@ def test_rerun_skips_completed_and_force_recomputes(cfg_path, tmp_path):
     assert "12 job(s) run" in forced.output
 
 
-def _load_values(path):
+def _load(path):
     with xr.open_dataset(path) as ds:
-        return ds.drop_vars("wall_seconds").load()
+        return ds.load()
 
 
-def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path):
+def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkeypatch):
     straight = tmp_path / "straight.nc"
     assert invoke("run", cfg_path, "--out", straight, "--workers", 1).exit_code == 0
 
     cfg = config.load(cfg_path)
     jobs = expand(cfg)
     store = Store(tmp_path / "resumed.nc", cfg.hash)
-    seen = []
+    real = runner.simulate
+
+    def held_back(job, positions="none", stop=None):
+        # jobs 5.. wait until the run is interrupted, so exactly jobs 0..4 finish first
+        while job.index >= 5 and not stop[0]:
+            time.sleep(0.001)
+        if job.index >= 5:
+            raise Stopped(job.id)
+        return real(job, positions, stop)
 
     def job_done(job, outcome):
-        seen.append(job)
-        if len(seen) == 5:
+        if sum(store.done(j) for j in jobs) == 5:
             raise KeyboardInterrupt
 
+    monkeypatch.setattr(runner, "simulate", held_back)
     with pytest.raises(runner.Interrupted):
         runner.run(jobs, store, workers=2, hooks=runner.Hooks(job_done=job_done))
-    finished = sum(store.done(j) for j in jobs)
-    assert 5 <= finished < len(jobs)
+    monkeypatch.undo()
+    assert [j.index for j in jobs if store.done(j)] == [0, 1, 2, 3, 4]
     assert not list(store.dir.glob(".*.tmp"))
     result = invoke("run", cfg_path, "--out", tmp_path / "resumed.nc", "--workers", 2)
     assert result.exit_code == 0
-    assert f"{finished} job(s) already complete" in result.output
-    xr.testing.assert_identical(_load_values(straight), _load_values(tmp_path / "resumed.nc"))
+    assert "5 job(s) already complete" in result.output
+    assert_same_results(_load(straight), _load(tmp_path / "resumed.nc"))
 
 
 def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
@@ -121,7 +132,7 @@ def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
         result = invoke("run", cfg_path, "--out", parts, "--shard", f"{i}/3", "--workers", 1)
         assert result.exit_code == 0 and not parts.exists()
     assert invoke("merge", cfg_path, "--out", parts).exit_code == 0
-    xr.testing.assert_identical(_load_values(whole), _load_values(parts))
+    assert_same_results(_load(whole), _load(parts))
 
 
 def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):

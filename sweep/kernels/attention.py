@@ -1,14 +1,20 @@
 """Attention weights and the projected velocity field dx_i/dt = P_{x_i}(v_i).
 
-softmax (SA):        v_i = sum_j A_ij x_j,  A_ij = exp(beta <x_i,x_j>) / Z_i
-unnormalized (USA):  v_i = (1/n) sum_j exp(beta <x_i,x_j>) x_j
-(Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv 2312.10794.)
+Per head h, with scores s_ij = <x_i, M_h x_j> (M_h = Q_h^T K_h) over the allowed partners j:
+softmax (SA):        v_i^h = sum_j A_ij V_h x_j,  A_ij = exp(beta_h s_ij) / Z_i (allowed j only)
+unnormalized (USA):  v_i^h = (1/n) sum_j exp(beta_h s_ij) V_h x_j
+relu:                v_i^h = (1/n) sum_j max(0, beta_h s_ij) V_h x_j
+hardmax:             v_i^h = V_h x_j*,  j* = argmax_{j != i} s_ij
+and v_i = (1/h) sum_h v_i^h + W x_i (W the optional FFN matrix). Leaders never move.
+(Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv 2312.10794; hardmax: Alcalde, Geshkovski,
+Ruiz-Balet, arXiv 2508.09628.)
 """
 
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.model import SOFTMAX
+from sweep.kernels.masks import keep_top, partners
+from sweep.kernels.model import HARDMAX, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
 from sweep.kernels.sphere import dot, project_row
 
 
@@ -20,51 +26,131 @@ def scores_row(x, i, w):
 
 
 @jit
-def softmax_row(x, i, beta, w):
-    """w[j] = A_ij, the row-i softmax of beta <x_i, x_j>.
+def head_inputs(x, mats, identity):
+    """[h, n, d] with row j of head h = M_h x_j, or x itself as [1, n, d] when identity.
 
-    The row maximum is subtracted before exp, so beta up to 1e3 cannot overflow.
+    Precomputing M_h x_j costs h n d^2 per evaluation instead of n^2 d^2 per pair.
     """
-    scores_row(x, i, w)
-    m = w[0]
-    for j in range(1, w.shape[0]):
-        m = max(m, w[j])
+    n, d = x.shape
+    if identity:
+        return x.reshape((1, n, d))
+    out = np.empty((mats.shape[0], n, d), dtype=x.dtype)
+    for h in range(mats.shape[0]):
+        for j in range(n):
+            for k in range(d):
+                out[h, j, k] = dot(mats[h, k], x[j])
+    return out
+
+
+@jit
+def _softmax(s, m, beta):
+    """The row maximum is subtracted before exp, so beta up to 1e3 cannot overflow."""
+    top = s[0]
+    for c in range(1, m):
+        top = max(top, s[c])
     z = 0.0
-    for j in range(w.shape[0]):
-        w[j] = np.exp(beta * (w[j] - m))
-        z += w[j]
-    for j in range(w.shape[0]):
-        w[j] /= z
+    for c in range(m):
+        s[c] = np.exp(beta * (s[c] - top))
+        z += s[c]
+    for c in range(m):
+        s[c] /= z
 
 
 @jit
-def unnormalized_row(x, i, beta, w):
-    """w[j] = exp(beta <x_i, x_j>) / n."""
-    scores_row(x, i, w)
-    inv_n = 1.0 / w.shape[0]
-    for j in range(w.shape[0]):
-        w[j] = np.exp(beta * w[j]) * inv_n
+def _unnormalized(s, m, beta, n):
+    inv_n = 1.0 / n
+    for c in range(m):
+        s[c] = np.exp(beta * s[c]) * inv_n
 
 
 @jit
-def attention_row(x, i, dyn, w):
-    """w[j] = the weight token i gives token j under the model `dyn`."""
+def _relu(s, m, beta, n):
+    inv_n = 1.0 / n
+    for c in range(m):
+        s[c] = max(0.0, beta * s[c]) * inv_n
+
+
+@jit
+def _hardmax(s, cols, m, i):
+    """One partner, the best-scoring j != i (the first on ties); 0 when i has none."""
+    best = -1
+    for c in range(m):
+        if cols[c] != i and (best < 0 or s[c] > s[best]):
+            best = c
+    if best < 0:
+        return 0
+    cols[0] = cols[best]
+    s[0] = 1.0
+    return 1
+
+
+@jit
+def row_weights(xi, i, keys, dyn, beta, s, cols):
+    """Weights of row i for one head: s[c] for partner cols[c], c < m; returns m.
+
+    xi: [d]; keys: [n, d] rows M_h x_j; s: [n] float scratch; cols: [n] int scratch.
+    """
+    n = keys.shape[0]
+    m = partners(i, n, dyn.mask, dyn.mask_param, cols)
+    for c in range(m):
+        s[c] = dot(xi, keys[cols[c]])
+    if dyn.mask == TOPK:
+        m = keep_top(s, cols, m, dyn.mask_param)
     if dyn.attention == SOFTMAX:
-        softmax_row(x, i, dyn.beta, w)
-    else:
-        unnormalized_row(x, i, dyn.beta, w)
+        _softmax(s, m, beta)
+    elif dyn.attention == UNNORMALIZED:
+        _unnormalized(s, m, beta, n)
+    elif dyn.attention == RELU:
+        _relu(s, m, beta, n)
+    elif dyn.attention == HARDMAX:
+        m = _hardmax(s, cols, m, i)
+    return m
+
+
+@jit
+def frozen(i, dyn):
+    """Leaders (tokens 0..L-1 under a leaders:L mask) never move."""
+    return dyn.mask == LEADERS and i < dyn.mask_param
+
+
+@jit
+def moving(x, dyn):
+    """The rows that move: all but the leaders (a prefix), so renormalising only these keeps
+    the leaders bit-for-bit where they started."""
+    return x[dyn.mask_param:] if dyn.mask == LEADERS else x[0:]
+
+
+@jit
+def velocity_row(x, i, keys, values, dyn, out, s, cols, acc):
+    """out[:] = P_{x_i}(v_i). The heads are combined as a running mean, so h identical
+    heads give exactly the one-head velocity (acc - out is then exactly zero)."""
+    d = x.shape[1]
+    out[:] = 0.0
+    if frozen(i, dyn):
+        return
+    for h in range(dyn.betas.shape[0]):
+        m = row_weights(x[i], i, keys[min(h, keys.shape[0] - 1)], dyn, dyn.betas[h], s, cols)
+        vh = values[min(h, values.shape[0] - 1)]
+        acc[:] = 0.0
+        for c in range(m):
+            wc, j = s[c], cols[c]
+            for k in range(d):
+                acc[k] += wc * vh[j, k]
+        for k in range(d):
+            out[k] += (acc[k] - out[k]) / (h + 1)
+    if dyn.ffn.shape[0] > 0:
+        for k in range(d):
+            out[k] += dot(dyn.ffn[k], x[i])
+    project_row(x[i], out)
 
 
 @jit
 def velocity(x, dyn, out, w):
-    """out[i] = P_{x_i}(sum_j w_ij x_j) for all i.  x, out: [n, d]; w: [n] scratch."""
+    """out[i] = P_{x_i}(v_i) for all i.  x, out: [n, d]; w: [n] scratch."""
     n, d = x.shape
+    keys = head_inputs(x, dyn.qk, dyn.identity)
+    values = head_inputs(x, dyn.v, dyn.identity)
+    cols = np.empty(n, dtype=np.int64)
+    acc = np.empty(d, dtype=np.float64)
     for i in range(n):
-        attention_row(x, i, dyn, w)
-        for k in range(d):
-            out[i, k] = 0.0
-        for j in range(n):
-            wj = w[j]
-            for k in range(d):
-                out[i, k] += wj * x[j, k]
-        project_row(x[i], out[i])
+        velocity_row(x, i, keys, values, dyn, out[i], w, cols, acc)

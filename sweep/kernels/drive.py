@@ -32,8 +32,8 @@ def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     parent = np.empty(n, dtype=np.int64)
     for s in range(obs.shape[0]):
         if s > 0:
-            for _ in range(save_stride):
-                step(x, dyn, method, dt, ws, w)
+            for r in range(save_stride):
+                step(x, dyn, method, dt, ws, w, (s - 1) * save_stride + r)
         if not all_finite(x):
             return NONFINITE, s
         observe(x, dyn, eps, obs[s], g, w, parent)

@@ -1,12 +1,14 @@
 """One time step of the projected dynamics, then renormalisation onto the sphere.
 
-euler: x <- (x + dt f(x)) / |.|                 (one post-LayerNorm layer; first order)
+euler: x <- (x + dt f(x)) / |.|                 (one post-LayerNorm layer; first order);
+       with noise D > 0, Euler-Maruyama: f gains sqrt(2 D / dt) P_x(xi) (kernels/noise.py)
 rk4:   classical RK4 on f(x) = P_x(v(x)) in R^{n d}, renormalised after the step
 The sphere is invariant (and attracting) for the ambient field, so RK4 keeps fourth order.
 """
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import velocity
+from sweep.kernels.attention import moving, velocity
+from sweep.kernels.noise import add_noise
 from sweep.kernels.sphere import axpy, normalize_rows
 
 EULER = 0
@@ -15,16 +17,19 @@ METHOD_CODES = {"euler": EULER, "rk4": RK4}
 
 
 @jit
-def euler_step(x, dyn, dt, ws, w):
-    """ws: [5, n, d] scratch, w: [n] scratch."""
+def euler_step(x, dyn, dt, ws, w, tick):
+    """ws: [5, n, d] scratch, w: [n] scratch; tick: the step number (indexes the noise)."""
     k = ws[0]
     velocity(x, dyn, k, w)
+    if dyn.noise > 0.0:
+        add_noise(x, k, dyn, dt, tick)
     axpy(x, x, dt, k)
-    normalize_rows(x)
+    normalize_rows(moving(x, dyn))
 
 
 @jit
 def rk4_step(x, dyn, dt, ws, w):
+    """Deterministic only: configs refuse noise with rk4."""
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
     velocity(x, dyn, k1, w)
     axpy(y, x, 0.5 * dt, k1)
@@ -38,12 +43,12 @@ def rk4_step(x, dyn, dt, ws, w):
     for i in range(n):
         for k in range(d):
             x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
-    normalize_rows(x)
+    normalize_rows(moving(x, dyn))
 
 
 @jit
-def step(x, dyn, method, dt, ws, w):
+def step(x, dyn, method, dt, ws, w, tick):
     if method == EULER:
-        euler_step(x, dyn, dt, ws, w)
+        euler_step(x, dyn, dt, ws, w, tick)
     else:
         rk4_step(x, dyn, dt, ws, w)

@@ -7,7 +7,8 @@ they are NaN (there are no pairs) and the single token is one cluster.
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import attention_row, scores_row
+from sweep.kernels.attention import head_inputs, row_weights, scores_row
+from sweep.kernels.sphere import dot
 
 NAMES = (
     "order_parameter",
@@ -56,11 +57,14 @@ def energy_row_sum(g, beta):
 
 @jit
 def entropy_row(w):
-    """-sum_j p_j log p_j for the row-normalised weights p = w / sum(w)."""
+    """-sum_j p_j log p_j for the row-normalised weights p = w / sum(w); 0 for a row with no
+    weight (relu when every score is negative, hardmax with no partner)."""
     z = 0.0
     for j in range(w.shape[0]):
         z += w[j]
     h = 0.0
+    if z <= 0.0:
+        return h
     for j in range(w.shape[0]):
         p = w[j] / z
         if p > 0.0:
@@ -69,21 +73,57 @@ def entropy_row(w):
 
 
 @jit
+def head_terms(x, i, g, keys, dyn, e_sum, h_sum, s, cols, sh):
+    """Add row i's energy and entropy terms of every head to e_sum[h], h_sum[h].
+
+    g: [n] cosines of row i; keys: head inputs (see attention.head_inputs); sh: [n] float64.
+    Energy uses all pairs with the head's score matrix; entropy the model's masked weights.
+    """
+    n = x.shape[0]
+    for h in range(dyn.betas.shape[0]):
+        kh = keys[min(h, keys.shape[0] - 1)]
+        if dyn.identity:
+            e_sum[h] += energy_row_sum(g, dyn.betas[h])
+        else:
+            for j in range(n):
+                sh[j] = dot(x[i], kh[j])
+            e_sum[h] += energy_row_sum(sh, dyn.betas[h])
+        m = row_weights(x[i], i, kh, dyn, dyn.betas[h], s, cols)
+        h_sum[h] += entropy_row(s[:m])
+
+
+@jit
+def head_mean(sums, betas, n):
+    """(mean over heads of E_{beta_h}, mean over heads of the entropy) from the row sums.
+    A running mean, so identical heads give exactly the one-head values."""
+    energy, entropy = 0.0, 0.0
+    for h in range(betas.shape[0]):
+        e = sums[0, h] / (2.0 * n * n * (betas[h] if betas[h] > 0.0 else 1.0))
+        energy += (e - energy) / (h + 1)
+        entropy += (sums[1, h] / n - entropy) / (h + 1)
+    return energy, entropy
+
+
+@jit
 def observe(x, dyn, eps, out, g, w, parent):
     """out[:] = the NAMES observables of x.  g, w: [n] float scratch; parent: [n] int scratch.
 
     Clusters are connected components of the graph with edges <x_i, x_j> > 1 - eps.
-    Energy E_beta = (1 / (2 beta n^2)) sum_ij exp(beta <x_i, x_j>); entropy is the mean over
-    rows of the Shannon entropy of the model's (row-normalised) attention weights.
+    Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
+    s_ij = <x_i, M_h x_j>; entropy: the mean over heads and rows of the Shannon entropy of
+    the model's (row-normalised, masked) attention weights.
     """
     n = x.shape[0]
-    beta = dyn.beta
+    keys = head_inputs(x, dyn.qk, dyn.identity)
+    sums = np.zeros((2, dyn.betas.shape[0]))
+    cols = np.empty(n, dtype=np.int64)
+    sh = np.empty(n, dtype=np.float64)
     for i in range(n):
         parent[i] = i
-    cos_sum, cos_min, close, e_sum, h_sum = 0.0, np.inf, 0, 0.0, 0.0
+    cos_sum, cos_min, close = 0.0, np.inf, 0
     for i in range(n):
         scores_row(x, i, g)
-        e_sum += energy_row_sum(g, beta)
+        head_terms(x, i, g, keys, dyn, sums[0], sums[1], w, cols, sh)
         for j in range(n):
             if j == i:
                 continue
@@ -94,8 +134,6 @@ def observe(x, dyn, eps, out, g, w, parent):
                 a, b = _find(parent, i), _find(parent, j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
-        attention_row(x, i, dyn, w)
-        h_sum += entropy_row(w)
     pairs = n * (n - 1)
     out[0] = order_parameter(x)
     out[1] = cos_sum / pairs if pairs > 0 else np.nan
@@ -103,8 +141,7 @@ def observe(x, dyn, eps, out, g, w, parent):
     out[3] = close / pairs if pairs > 0 else np.nan
     out[4], out[5] = _clusters(parent)
     out[5] /= n
-    out[6] = e_sum / (2.0 * n * n * (beta if beta > 0.0 else 1.0))
-    out[7] = h_sum / n
+    out[6], out[7] = head_mean(sums, dyn.betas, n)
 
 
 @jit

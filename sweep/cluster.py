@@ -1,0 +1,252 @@
+"""Past one machine: scheduler array variables -> shard, sweep status, job-array scripts.
+
+Every step stays a file-in, file-out command: an array task runs `sweep run` on its shard
+(parts only), a merge job runs `sweep merge`; nothing long-lived drives them. Jobs go to
+shards round-robin by index (`sweep.grid.shard`), so shard I of K is jobs I, I + K, ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sweep.config import ConfigError
+from sweep.grid import Job
+from sweep.store import Store, StoreError
+
+
+class SchedulerError(ConfigError):
+    """The scheduler refused a submission, or is not installed; str() says which."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int   # I, 0-based
+    count: int   # K
+    source: str  # "--shard", "SWEEP_SHARD", "SLURM", "SGE", "PBS", "LSF"
+
+
+# ---------------------------------------------------------------- shard from the environment
+
+def parse_shard(spec: str, where: str = "--shard") -> tuple[int, int]:
+    """'I/K' -> (I, K) with 0 <= I < K."""
+    i, sep, k = spec.partition("/")
+    if not sep or not i.strip().isdigit() or not k.strip().isdigit():
+        raise ConfigError(f"{where} {spec}: expected I/K with integers, e.g. 0/4")
+    i, k = int(i), int(k)
+    if k < 1 or i >= k:
+        raise ConfigError(f"{where} {spec}: need 0 <= I < K")
+    return i, k
+
+
+def _ints(env: Mapping[str, str], names: tuple[str, ...], scheduler: str) -> list[int] | None:
+    """The named variables as integers; None if none is set; an error if only some are."""
+    present = [n for n in names if env.get(n, "").strip()]
+    if not present:
+        return None
+    if len(present) < len(names):
+        missing = ", ".join(n for n in names if n not in present)
+        raise ConfigError(f"{scheduler} array variables incomplete: {', '.join(present)} set "
+                          f"but {missing} not; pass --shard I/K or set SWEEP_SHARD=I/K")
+    try:
+        return [int(env[n]) for n in names]
+    except ValueError:
+        shown = ", ".join(f"{n}={env[n]}" for n in names)
+        raise ConfigError(f"{scheduler} array variables are not integers: {shown}") from None
+
+
+def _checked(i: int, k: int, scheduler: str, names: str) -> tuple[int, int]:
+    if k < 1 or not 0 <= i < k:
+        raise ConfigError(f"{scheduler} array variables give shard {i} of {k} ({names}); "
+                          "submit the array as 0..K-1 without gaps, or set SWEEP_SHARD=I/K")
+    return i, k
+
+
+def _shards_from(env: Mapping[str, str], scheduler: str, index_var: str) -> int:
+    if not env.get("SWEEP_SHARDS", "").strip():
+        raise ConfigError(f"{scheduler} array task ({index_var} set) but SWEEP_SHARDS is not: "
+                          "export SWEEP_SHARDS=K (sweep submit writes it into its scripts)")
+    try:
+        return int(env["SWEEP_SHARDS"])
+    except ValueError:
+        raise ConfigError(f"SWEEP_SHARDS={env['SWEEP_SHARDS']}: expected an integer") from None
+
+
+def _slurm(env) -> tuple[int, int] | None:
+    names = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_COUNT")
+    v = _ints(env, names, "SLURM")
+    return None if v is None else _checked(v[0] - v[1], v[2], "SLURM", ", ".join(names))
+
+
+def _sge(env) -> tuple[int, int] | None:
+    names = ("SGE_TASK_ID", "SGE_TASK_FIRST", "SGE_TASK_LAST", "SGE_TASK_STEPSIZE")
+    if env.get("SGE_TASK_ID", "").strip() == "undefined":  # SGE sets this outside arrays
+        return None
+    v = _ints(env, names, "SGE")
+    if v is None:
+        return None
+    task, first, last, step = v
+    if step < 1 or (task - first) % step:
+        raise ConfigError(f"SGE array variables inconsistent: {', '.join(names)} = {v}")
+    return _checked((task - first) // step, (last - first) // step + 1, "SGE", ", ".join(names))
+
+
+def _one_index(env, var: str, scheduler: str, offset: int) -> tuple[int, int] | None:
+    v = _ints(env, (var,), scheduler)
+    if v is None:
+        return None
+    return _checked(v[0] - offset, _shards_from(env, scheduler, var), scheduler,
+                    f"{var} and SWEEP_SHARDS")
+
+
+def shard_from_env(env: Mapping[str, str] | None = None) -> Shard | None:
+    """The shard this process is in, from SWEEP_SHARD or a scheduler's array variables.
+
+    Precedence: SWEEP_SHARD=I/K; SLURM (I = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN,
+    K = SLURM_ARRAY_TASK_COUNT); SGE (I = (SGE_TASK_ID - SGE_TASK_FIRST) / SGE_TASK_STEPSIZE,
+    K = (SGE_TASK_LAST - SGE_TASK_FIRST) / SGE_TASK_STEPSIZE + 1); PBS Pro (I = PBS_ARRAY_INDEX)
+    and LSF (I = LSB_JOBINDEX - 1), both with K = SWEEP_SHARDS. None outside any array; an
+    incomplete or inconsistent set of variables is a ConfigError, never a guess.
+    """
+    env = os.environ if env is None else env
+    if env.get("SWEEP_SHARD", "").strip():
+        return Shard(*parse_shard(env["SWEEP_SHARD"].strip(), "SWEEP_SHARD="), "SWEEP_SHARD")
+    readers = (("SLURM", _slurm), ("SGE", _sge),
+               ("PBS", lambda e: _one_index(e, "PBS_ARRAY_INDEX", "PBS", 0)),
+               ("LSF", lambda e: _one_index(e, "LSB_JOBINDEX", "LSF", 1)))
+    for name, read in readers:
+        found = read(env)
+        if found is not None:
+            return Shard(*found, name)
+    return None
+
+
+def resolve_shard(spec: str | None, env: Mapping[str, str] | None = None) -> Shard | None:
+    """--shard I/K if given, else the environment's shard (None: the whole sweep)."""
+    if spec is not None:
+        return Shard(*parse_shard(spec), "--shard")
+    return shard_from_env(env)
+
+
+def task_cpus(env: Mapping[str, str] | None = None) -> int:
+    """The CPUs this task was given: its affinity mask, capped by the scheduler's count.
+
+    The affinity mask is exact where the scheduler binds tasks to cores; the per-task count
+    (SLURM_CPUS_PER_TASK, NCPUS on PBS, NSLOTS on SGE, LSB_DJOB_NUMPROC on LSF) covers
+    schedulers that allocate without binding, where the mask is the whole node.
+    """
+    env = os.environ if env is None else env
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    for var in ("SLURM_CPUS_PER_TASK", "NCPUS", "NSLOTS", "LSB_DJOB_NUMPROC"):
+        value = env.get(var, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return min(cpus, int(value))
+    return cpus
+
+
+# ---------------------------------------------------------------- status
+
+@dataclass
+class Survey:
+    """What the parts directory holds for one config's jobs."""
+
+    jobs: list[Job]
+    completed: list[Job] = field(default_factory=list)
+    missing: list[Job] = field(default_factory=list)
+    failed: list[tuple[Job, str]] = field(default_factory=list)   # (job, error)
+    damaged: list[tuple[Job, str]] = field(default_factory=list)  # unreadable part, rerun it
+    strays: list[Path] = field(default_factory=list)  # parts of no job of this config
+
+    def rerun(self, k: int) -> list[int]:
+        """Shards of K holding a job that is missing, failed or damaged."""
+        todo = self.missing + [j for j, _ in self.failed] + [j for j, _ in self.damaged]
+        return sorted({j.index % k for j in todo})
+
+
+def survey(jobs: list[Job], store: Store) -> Survey:
+    out = Survey(jobs, strays=stray_parts(jobs, store))
+    for job in jobs:
+        try:
+            part = store.read(job)
+        except StoreError as err:
+            out.damaged.append((job, str(err)))
+            continue
+        if part is None:
+            out.missing.append(job)
+        elif part.status == 2:
+            out.failed.append((job, str(part.meta.get("error", "unknown error"))))
+        else:
+            out.completed.append(job)
+    return out
+
+
+def only_failed(jobs: list[Job], store: Store) -> list[Job]:
+    """The jobs whose part records a failure (status 2); missing jobs are left alone."""
+    out = []
+    for job in jobs:
+        try:
+            part = store.read(job)
+        except StoreError:
+            continue
+        if part is not None and part.status == 2:
+            out.append(job)
+    return out
+
+
+def stray_parts(jobs: list[Job], store: Store) -> list[Path]:
+    """Part files in the store that belong to no job of this config (dot-files are temps)."""
+    if not store.dir.is_dir():
+        return []
+    ids = {job.id for job in jobs}
+    return sorted(p for p in store.dir.glob("*.npz") if p.stem not in ids)
+
+
+def part_config_hash(path: Path) -> str:
+    """The config hash a part was written under ('?' when unreadable)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return str(json.loads(str(f["meta"])).get("config_hash", "?"))
+    except (OSError, ValueError, KeyError, EOFError):
+        return "?"
+
+
+def check_not_edited(jobs: list[Job], store: Store) -> None:
+    """Refuse to merge when jobs are missing while parts of another config lie in the store.
+
+    A part is valid for its job whatever config wrote it: the job id hashes every parameter
+    that decides the job's numbers, so extending or trimming a grid reuses results. But jobs
+    of this config missing next to parts of no job of it means the config (or a --set) changed
+    between run and merge; merging would silently mix or drop a campaign, even with
+    --allow-missing.
+    """
+    strays = stray_parts(jobs, store)
+    if not strays:
+        return
+    missing = [j for j in jobs if not store.path(j).exists()]
+    if not missing:
+        return
+    hashes = sorted({part_config_hash(p) for p in strays[:50]})
+    ours = store.config_hash
+    raise StoreError(f"{store.dir}: {len(missing)} job(s) of this config (hash {ours}) have no "
+                     f"result, and {len(strays)} part(s) come from a different config (hash "
+                     f"{', '.join(hashes)}): the config changed after the run; merge with the "
+                     "config that wrote them, or run this one")
+
+
+def array_spec(shards: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8' (the form sbatch --array and qsub -J take)."""
+    runs: list[list[int]] = []
+    for s in sorted(set(shards)):
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

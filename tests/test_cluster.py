@@ -1,0 +1,299 @@
+"""Shards from scheduler variables, status, resume after kill -9, merge refusals, submit."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import xarray as xr
+import yaml
+from typer.testing import CliRunner
+
+from helpers import assert_same_results
+from sweep import cluster, config
+from sweep.cli import app
+from sweep.config import ConfigError
+from sweep.grid import expand, shard
+from sweep.store import Store
+
+CFG = {
+    "name": "small",
+    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 2.0, "save_every": 0.5},
+    "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
+}
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(app, [str(a) for a in args], env=env)
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(CFG, sort_keys=False))
+    return path
+
+
+def load(path):
+    with xr.open_dataset(path) as ds:
+        return ds.load()
+
+
+# ---------------------------------------------------------------- shard variables
+
+@pytest.mark.parametrize(("env", "expected"), [
+    ({"SWEEP_SHARD": "2/5"}, (2, 5, "SWEEP_SHARD")),
+    ({"SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "4"},
+     (3, 4, "SLURM")),
+    # --array=1-4: 1-based ids
+    ({"SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_COUNT": "4"},
+     (0, 4, "SLURM")),
+    # qsub -t 1-7:2 -> tasks 1, 3, 5, 7
+    ({"SGE_TASK_ID": "5", "SGE_TASK_FIRST": "1", "SGE_TASK_LAST": "7",
+      "SGE_TASK_STEPSIZE": "2"}, (2, 4, "SGE")),
+    ({"PBS_ARRAY_INDEX": "0", "SWEEP_SHARDS": "3"}, (0, 3, "PBS")),
+    ({"LSB_JOBINDEX": "3", "SWEEP_SHARDS": "3"}, (2, 3, "LSF")),  # bsub -J name[1-3]
+    # SWEEP_SHARD overrides any scheduler
+    ({"SWEEP_SHARD": "0/2", "SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "0",
+      "SLURM_ARRAY_TASK_COUNT": "4"}, (0, 2, "SWEEP_SHARD")),
+])
+def test_shard_from_each_scheduler(env, expected):
+    found = cluster.shard_from_env(env)
+    assert (found.index, found.count, found.source) == expected
+
+
+def test_no_array_means_the_whole_sweep():
+    assert cluster.shard_from_env({}) is None
+    assert cluster.shard_from_env({"SGE_TASK_ID": "undefined", "PATH": "/bin"}) is None
+    assert cluster.resolve_shard(None, {}) is None
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"SLURM_ARRAY_TASK_ID": "3"}, "SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT"),
+    ({"SGE_TASK_ID": "2", "SGE_TASK_FIRST": "1"}, "SGE_TASK_LAST, SGE_TASK_STEPSIZE"),
+    ({"PBS_ARRAY_INDEX": "2"}, "SWEEP_SHARDS"),
+    ({"LSB_JOBINDEX": "2"}, "SWEEP_SHARDS"),
+    ({"LSB_JOBINDEX": "5", "SWEEP_SHARDS": "3"}, "LSB_JOBINDEX and SWEEP_SHARDS"),
+    # a resubmitted subset (--array=2,5): MIN shifts the ids, which must not be guessed at
+    ({"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_MIN": "2", "SLURM_ARRAY_TASK_COUNT": "2"},
+     "SLURM_ARRAY_TASK_COUNT"),
+    ({"SLURM_ARRAY_TASK_ID": "x", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_COUNT": "2"},
+     "not integers"),
+    ({"SWEEP_SHARD": "4/4"}, "SWEEP_SHARD"),
+])
+def test_incomplete_or_inconsistent_variables_are_errors(env, named):
+    with pytest.raises(ConfigError, match=named):
+        cluster.shard_from_env(env)
+
+
+def test_command_line_shard_wins_over_the_environment():
+    found = cluster.resolve_shard("1/3", {"SWEEP_SHARD": "0/2"})
+    assert (found.index, found.count, found.source) == (1, 3, "--shard")
+
+
+def test_workers_follow_the_task_allocation():
+    cpus = len(os.sched_getaffinity(0))
+    assert cluster.task_cpus({}) == cpus
+    assert cluster.task_cpus({"SLURM_CPUS_PER_TASK": "1"}) == 1
+    assert cluster.task_cpus({"NSLOTS": str(cpus + 64)}) == cpus
+
+
+def test_array_spec():
+    assert cluster.array_spec([5, 0, 1, 2, 8, 7]) == "0-2,5,7-8"
+    assert cluster.array_spec([3]) == "3"
+
+
+# ---------------------------------------------------------------- shards end to end
+
+def test_shards_from_the_environment_merge_to_the_unsharded_result(cfg_path, tmp_path):
+    whole = tmp_path / "whole.nc"
+    assert invoke("run", cfg_path, "--out", whole).exit_code == 0
+    out = tmp_path / "sharded.nc"
+    k, n_jobs = 4, 6
+    done = 0
+    for i in range(k):  # SGE-style 1-based ids
+        env = {"SGE_TASK_ID": str(i + 1), "SGE_TASK_FIRST": "1", "SGE_TASK_LAST": str(k),
+               "SGE_TASK_STEPSIZE": "1"}
+        result = invoke("run", cfg_path, "--out", out, env=env)
+        assert result.exit_code == 0, result.output
+        assert f"shard {i} of {k} (from SGE)" in result.output
+        assert not out.exists()  # a task writes its parts only
+        done += len(range(i, n_jobs, k))
+        assert len(list(Store(out, "").dir.glob("*.npz"))) == done
+    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert_same_results(load(out), load(whole))
+
+
+def test_more_shards_than_jobs(cfg_path, tmp_path):
+    jobs = expand(config.load(cfg_path))
+    assert shard(jobs, 6, 10) == [] and len(shard(jobs, 5, 10)) == 1
+    out = tmp_path / "x.nc"
+    result = invoke("run", cfg_path, "--out", out, env={"SWEEP_SHARD": "8/10"})
+    assert result.exit_code == 0 and "0 job(s) run" in result.output
+    assert not Store(out, "").dir.exists()
+
+
+# ---------------------------------------------------------------- status, retries
+
+def test_status_lists_missing_and_failed_and_the_shards_to_rerun(cfg_path, tmp_path):
+    out = tmp_path / "x.nc"
+    invoke("run", cfg_path, "--out", out)
+    cfg = config.load(cfg_path)
+    jobs, store = expand(cfg), Store(out, cfg.hash)
+    store.path(jobs[1]).unlink()
+    store.write_failure(jobs[4], "FloatingPointError: boom", 0.1)
+    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    assert result.exit_code == 0, result.output
+    assert "4 completed, 1 missing, 1 failed" in result.output
+    assert "missing: 1" in result.output and "boom" in result.output
+    assert "--array=1" in result.output  # jobs 1 and 4 are both in shard 1 of 3
+    result = invoke("status", cfg_path, "--out", out, "--shards", 2)
+    assert "--array=0-1" in result.output
+    assert "--shards K" in invoke("status", cfg_path, "--out", out).output
+    store.path(jobs[0]).write_bytes(store.path(jobs[2]).read_bytes()[:100])  # cut short
+    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    assert result.exit_code == 0 and "1 damaged" in result.output
+    assert "damaged: job 0" in result.output and "--array=0-1" in result.output
+
+
+def test_only_failed_retries_failed_jobs_only(cfg_path, tmp_path):
+    out = tmp_path / "x.nc"
+    invoke("run", cfg_path, "--out", out)
+    cfg = config.load(cfg_path)
+    jobs, store = expand(cfg), Store(out, cfg.hash)
+    before = load(out)
+    store.path(jobs[0]).unlink()
+    store.write_failure(jobs[3], "RuntimeError: node died", 0.1)
+    result = invoke("run", cfg_path, "--out", out, "--only-failed")
+    assert result.exit_code == 0, result.output
+    assert "1 job(s) run" in result.output
+    assert store.done(jobs[3]) and store.read(jobs[0]) is None
+    invoke("run", cfg_path, "--out", out)
+    assert_same_results(load(out), before)
+
+
+# ---------------------------------------------------------------- merge refusals
+
+def test_merge_refuses_missing_and_foreign_parts(cfg_path, tmp_path):
+    out = tmp_path / "x.nc"
+    invoke("run", cfg_path, "--out", out)
+    cfg = config.load(cfg_path)
+    jobs, store = expand(cfg), Store(out, cfg.hash)
+    shutil.copy(store.path(jobs[2]), store.path(jobs[5]))  # job 2's part under job 5's name
+    result = invoke("merge", cfg_path, "--out", out)
+    assert result.exit_code == 1 and f"holds job {jobs[2].id}, not {jobs[5].id}" in result.output
+    store.path(jobs[5]).unlink()
+    result = invoke("merge", cfg_path, "--out", out)
+    assert result.exit_code == 1 and "indices 5" in result.output
+
+
+def test_merge_refuses_a_config_edited_after_the_run(cfg_path, tmp_path):
+    out = tmp_path / "x.nc"
+    invoke("run", cfg_path, "--out", out)
+    old = config.load(cfg_path).hash
+    edited = {**CFG, "model": {**CFG["model"], "n": 7}}
+    cfg_path.write_text(yaml.safe_dump(edited, sort_keys=False))
+    for extra in ((), ("--allow-missing",)):
+        result = invoke("merge", cfg_path, "--out", out, *extra)
+        assert result.exit_code == 1
+        assert "config changed after the run" in result.output and old in result.output
+    # a grid that only shrank reuses the parts of the jobs it kept
+    cfg_path.write_text(yaml.safe_dump({**CFG, "grid": {"beta": [1.0], "seed": [1]}}))
+    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert load(out).sizes["beta"] == 1
+
+
+# ---------------------------------------------------------------- resume after kill -9
+
+def test_kill_9_midway_then_resume_gives_identical_results(tmp_path):
+    cfg = {**CFG, "model": {**CFG["model"], "n": 48},
+           "integrate": {**CFG["integrate"], "t_max": 40.0, "dt": 0.05},
+           "grid": {"beta": [0.0, 1.0, 2.0, 4.0], "seed": {"range": [0, 6]}}}
+    path = tmp_path / "kill.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "killed.nc"
+    cmd = [sys.executable, "-m", "sweep", "run", str(path), "--out", str(out), "--workers", "1"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = Store(out, "").dir
+    deadline = time.monotonic() + 120
+    while len(list(parts.glob("*.npz"))) < 2 and proc.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    written = len(list(parts.glob("*.npz")))
+    assert 0 < written < 24 and not out.exists()  # really killed midway
+    result = invoke("run", path, "--out", out)
+    assert result.exit_code == 0 and f"{written} job(s) already complete" in result.output
+    clean = tmp_path / "clean.nc"
+    assert invoke("run", path, "--out", clean, "--workers", 2).exit_code == 0
+    assert_same_results(load(out), load(clean))
+
+
+# ---------------------------------------------------------------- submit
+
+def test_submit_dry_run_prints_the_scripts_only(cfg_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("submit", cfg_path, "--shards", 3, "--parallel", 2, "--dry-run",
+                    "--scheduler-arg=--time=00:05:00", "--set", "integrate.t_max=1.0")
+    assert result.exit_code == 0, result.output
+    array, merge = result.output.split("# ---- ")[1:]
+    logs = tmp_path / "results" / "small.jobs" / "logs"
+    assert "#SBATCH --array=0-2%2" in array and f"--output={logs}/array-%A_%a.out" in array
+    assert "#SBATCH --signal=B:USR1@" in array and "export SWEEP_SHARDS=3" in array
+    assert "#SBATCH --time=00:05:00" in array and "#SBATCH --time=00:05:00" in merge
+    assert f"-m sweep run {cfg_path} --set integrate.t_max=1.0 --out " in array
+    assert "\nexec " in array and "\nexec " in merge and "-m sweep merge" in merge
+    assert not (tmp_path / "results").exists()
+    own = invoke("submit", cfg_path, "--shards", 3, "--dry-run",
+                 "--scheduler-arg=--signal=B:TERM@60")
+    own_array = own.output.split("# ---- ")[1]
+    assert own_array.count("--signal") == 1 and "#SBATCH --signal=B:TERM@60" in own_array
+    bad = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", "pbs")
+    assert bad.exit_code == 2 and "--scheduler" in bad.output
+
+
+@pytest.fixture
+def fake_sbatch(tmp_path, monkeypatch):
+    """An sbatch that records its arguments and answers like `sbatch --parsable`."""
+    bin_dir, log = tmp_path / "bin", tmp_path / "sbatch.log"
+    bin_dir.mkdir()
+    script = bin_dir / "sbatch"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {log}\nfor a; do last="$a"; done\n'
+                      'if grep -q refuse "$last"; then\n'
+                      '  echo "sbatch: error: invalid partition" >&2; exit 1\nfi\n'
+                      f'echo "$((100 + $(wc -l < {log})));cluster"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_submit_writes_and_submits_the_array_then_the_merge(cfg_path, tmp_path, fake_sbatch,
+                                                            monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("submit", cfg_path, "--shards", 3)
+    assert result.exit_code == 0, result.output
+    assert "array job 101" in result.output and "merge job 102" in result.output
+    jobs = tmp_path / "results" / "small.jobs"
+    calls = fake_sbatch.read_text().splitlines()
+    assert calls == [f"--parsable {jobs / 'array.sbatch'}",
+                     f"--parsable --dependency=afterok:101 {jobs / 'merge.sbatch'}"]
+    assert (jobs / "logs").is_dir() and "%A_%a" in (jobs / "array.sbatch").read_text()
+    cache = os.environ.get("NUMBA_CACHE_DIR") or jobs / "numba-cache"
+    assert f"export NUMBA_CACHE_DIR={Path(cache).resolve()}" in (jobs / "array.sbatch").read_text()
+    status = invoke("status", cfg_path)
+    assert status.exit_code == 0 and "6 missing" in status.output
+    assert "sbatch --array=0-2 results/small.jobs/array.sbatch" in status.output
+    refused = invoke("submit", cfg_path, "--shards", 3, "--scheduler-arg=--partition=refuse")
+    assert refused.exit_code == 2 and "invalid partition" in refused.output
+
+
+def test_submit_without_a_scheduler_says_so(cfg_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = invoke("submit", cfg_path, "--shards", 2)
+    assert result.exit_code == 2 and "sbatch not found" in result.output

@@ -1,0 +1,176 @@
+"""The model zoo's config keys, input files, starts and matrices, through plan and run."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+from typer.testing import CliRunner
+
+from sweep import config, states
+from sweep.cli import app
+from sweep.grid import expand
+from sweep.simulate import initial_state, job_dynamics, simulate
+
+BASE = {
+    "name": "z",
+    "model": {"attention": "softmax", "beta": 1.0, "d": 3, "n": 6},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
+    "grid": {"seed": [0, 1]},
+}
+
+
+def write(tmp_path, cfg, name="c.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def with_keys(**sections):
+    cfg = yaml.safe_load(yaml.safe_dump(BASE))
+    for section, values in sections.items():
+        cfg.setdefault(section, {}).update(values)
+    return cfg
+
+
+def plan(path, *extra):
+    return CliRunner().invoke(app, ["plan", str(path), *extra])
+
+
+BAD = [
+    ({"model": {"attention": "sigmoid"}}, "model.attention"),
+    ({"model": {"heads": 0}}, "model.heads"),
+    ({"model": {"head_beta": [1.0, -1.0], "heads": 2}}, "model.head_beta"),
+    ({"model": {"head_beta": 2.0}}, "model.head_beta"),
+    ({"model": {"head_beta": [1.0, 2.0]}}, "model.head_beta"),        # heads = 1
+    ({"model": {"qk": "random"}}, "model.qk"),
+    ({"model": {"v": "transpose"}}, "model.v"),
+    ({"model": {"ffn": "relu"}}, "model.ffn"),
+    ({"model": {"mask": "sparse"}}, "model.mask"),
+    ({"model": {"mask": "window"}}, "model.mask"),
+    ({"model": {"mask": "topk:7"}}, "model.mask"),                    # n = 6
+    ({"model": {"mask": "groups:7"}}, "model.mask"),
+    ({"model": {"mask": "leaders:6"}}, "model.mask"),
+    ({"model": {"noise": -0.1}}, "model.noise"),
+    ({"model": {"noise": 0.1}, "integrate": {"method": "rk4"}}, "integrate.method"),
+    ({"init": {"kind": "clusters", "clusters": 7}}, "init.clusters"),
+    ({"init": {"kind": "clusters", "spread": -1.0}}, "init.spread"),
+    ({"init": {"kind": "file"}}, "init.path"),
+    ({"init": {"kind": "file", "path": "missing.npy"}}, "init.path"),
+    ({"model": {"qk": "missing.npy"}}, "model.qk"),
+]
+
+
+@pytest.mark.parametrize("change,named", BAD, ids=[n + str(i) for i, (_, n) in enumerate(BAD)])
+def test_bad_zoo_input_is_refused_at_plan_time(tmp_path, change, named):
+    result = plan(write(tmp_path, with_keys(**change)))
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and "Traceback" not in line and named in line
+
+
+@pytest.mark.parametrize("key,shape,ok", [
+    ("qk", (3, 3), True), ("qk", (2, 3, 3), True), ("qk", (3, 3, 3), False),
+    ("v", (2, 3, 3), True), ("v", (3, 4), False), ("ffn", (3, 3), True),
+    ("ffn", (2, 3, 3), False), ("qk", (4, 4), False)])
+def test_matrix_files_are_shape_checked(tmp_path, key, shape, ok):
+    (tmp_path / "in").mkdir()
+    np.save(tmp_path / "in" / "m.npy", np.ones(shape))
+    cfg = with_keys(model={key: "in/m.npy", "heads": 2})
+    result = plan(write(tmp_path, cfg))  # the path is relative to the config file
+    assert result.exit_code == (0 if ok else 2), result.output
+    if not ok:
+        assert f"model.{key}" in result.output and str(shape) in result.output
+
+
+def test_matrix_file_reaches_every_head_and_changes_the_job_id(tmp_path):
+    m = np.diag([1.0, 2.0, 3.0])
+    np.save(tmp_path / "m.npy", m)
+    path = write(tmp_path, with_keys(model={"qk": "m.npy", "v": "qk", "heads": 2}))
+    jobs = expand(config.load(path))
+    dyn = job_dynamics(jobs[0])
+    assert not dyn.identity and dyn.qk.shape == (2, 3, 3)
+    np.testing.assert_array_equal(dyn.qk[1], m)
+    np.testing.assert_array_equal(dyn.v, dyn.qk)
+    np.save(tmp_path / "m.npy", 2 * m)
+    again = expand(config.load(path))
+    assert jobs[0].id != again[0].id
+    np.testing.assert_array_equal(job_dynamics(again[0]).qk[0], 2 * m)
+
+
+def test_start_file_with_one_start_per_seed(tmp_path):
+    starts = np.random.default_rng(0).standard_normal((2, 6, 3))
+    np.save(tmp_path / "x0.npy", starts)
+    path = write(tmp_path, with_keys(init={"kind": "file", "path": "x0.npy"}))
+    jobs = expand(config.load(path))
+    for job in jobs:
+        want = starts[job.seed] / np.linalg.norm(starts[job.seed], axis=1, keepdims=True)
+        np.testing.assert_allclose(initial_state(job), want, atol=1e-15)
+    result = plan(path, "--set", "grid.seed=[0, 2]")
+    assert result.exit_code == 2 and "init.path" in result.output and "seed 2" in result.output
+
+
+def test_random_matrices_depend_on_seed_d_heads_qk_v_only(tmp_path):
+    cfg = with_keys(model={"qk": "gaussian", "v": "orthogonal", "heads": 2})
+    cfg["grid"] = {"beta": [0.5, 2.0], "mask": ["dense", "causal"], "seed": [0, 1]}
+    jobs = expand(config.load(write(tmp_path, cfg)))
+    dyns = [job_dynamics(j) for j in jobs]
+    for job, dyn in zip(jobs, dyns):
+        same = dyns[jobs.index(next(j for j in jobs if j.seed == job.seed))]
+        np.testing.assert_array_equal(dyn.qk, same.qk)
+        np.testing.assert_array_equal(dyn.v, same.v)
+    assert not np.array_equal(dyns[0].qk, dyns[1].qk)  # seeds differ
+    v = dyns[0].v[0]
+    np.testing.assert_allclose(v @ v.T, np.eye(3), atol=1e-12)
+
+
+def test_new_starts(rng):
+    x = states.clusters(12, 4, 3, 0.01, rng)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0)
+    g = x @ x.T
+    same = (np.arange(12)[:, None] % 3) == (np.arange(12)[None, :] % 3)
+    assert g[same].min() > 0.99 and g[~same].max() < 0.99
+    c = states.circle(8, 5, rng)
+    g = c @ c.T
+    np.testing.assert_allclose(np.diag(g, 1), np.cos(2 * np.pi / 8), atol=1e-12)
+    assert np.linalg.matrix_rank(c, tol=1e-10) == 2
+
+
+def test_run_with_head_beta_zip_and_matrices(tmp_path):
+    cfg = with_keys(model={"qk": "gaussian", "v": "qk", "mask": "window:2", "noise": 0.05,
+                           "ffn": "gaussian"})
+    cfg["grid"] = {"zip": [{"head_beta": [[1.0], [0.5, 3.0]], "heads": [1, 2]}],
+                   "seed": [0, 1]}
+    path = write(tmp_path, cfg)
+    out = tmp_path / "r.nc"
+    result = CliRunner().invoke(app, ["run", str(path), "--out", str(out), "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    with xr.open_dataset(out) as ds:
+        assert list(ds.head_beta.values) == ["1", "0.5,3"]
+        assert list(ds.heads.values) == [1, 2]
+        assert (ds.status == 0).all() and np.isfinite(ds.energy).all()
+    job = expand(config.load(path))[3]
+    a, b = simulate(job), simulate(job)
+    np.testing.assert_array_equal(a.observables, b.observables)  # noise is reproducible
+
+
+def test_one_compiled_kernel_serves_every_model(tmp_path):
+    from sweep.kernels import integrate
+    from sweep.simulate import warm_up
+
+    np.save(tmp_path / "m.npy", np.eye(3))
+    cfg = with_keys(model={"qk": "m.npy", "v": "gaussian", "ffn": "m.npy", "heads": 2,
+                           "attention": "hardmax", "mask": "topk:3", "noise": 0.1},
+                    init={"kind": "clusters", "clusters": 2})
+    job = expand(config.load(write(tmp_path, cfg)))[0]
+    warm_up({"float64"})
+    before = len(integrate.signatures)
+    simulate(job)
+    assert len(integrate.signatures) == before
+
+
+@pytest.mark.parametrize("path", sorted(
+    str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml")))
+def test_ready_configs_plan(path):
+    assert expand(config.load(path))
