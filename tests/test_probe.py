@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import xarray as xr
+import yaml
 from typer.testing import CliRunner
 
 import reference
@@ -166,3 +167,25 @@ def test_cli_probe_user_errors_exit_2_with_one_line(tiny, tmp_path, args, messag
     assert result.exit_code == 2
     assert message in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) <= 2  # one message, wrapped at most once
+
+
+def test_a_simulation_runs_with_the_extracted_matrices(tiny, tmp_path):
+    assert invoke("extract", "--model", tiny[2], "-o", tmp_path / "m").exit_code == 0
+    x0 = reference.normalize(np.random.default_rng(3).standard_normal((5, 8)))
+    np.save(tmp_path / "x0.npy", x0)
+    cfg = {"name": "tiny-trained",
+           "model": {"d": 8, "n": 5, "heads": 2, "beta": 2.0, "qk": "m/layer2_qk.npy",
+                     "v": "m/layer2_v.npy"},
+           "init": {"kind": "file", "path": "x0.npy"},
+           "integrate": {"dt": 0.1, "t_max": 1.0, "save_every": 0.5}}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    result = invoke("run", tmp_path / "c.yaml", "--out", tmp_path / "r.nc", "--workers", 1)
+    assert result.exit_code == 0, result.output
+    model = {"heads": 2, "beta": 2.0, "qk": np.load(tmp_path / "m" / "layer2_qk.npy"),
+             "v": np.load(tmp_path / "m" / "layer2_v.npy")}
+    want, _ = reference.zoo_trajectory(x0, model, "euler", 0.1, 5, 3, 1e-3)
+    with xr.open_dataset(tmp_path / "r.nc") as ds:
+        assert int(ds.status.max()) == 0
+        got = np.stack([ds[name].values.reshape(-1) for name in SERIES], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(got[-1], got[0])  # the tokens moved
