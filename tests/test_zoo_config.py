@@ -170,7 +170,9 @@ def test_one_compiled_kernel_serves_every_model(tmp_path):
     assert len(integrate.signatures) == before
 
 
+# trained-vs-random.yaml reads matrices `sweep extract` writes: test_minilm.py plans it
 @pytest.mark.parametrize("path", sorted(
-    str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml")))
+    str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml")
+    if p.name != "trained-vs-random.yaml"))
 def test_ready_configs_plan(path):
     assert expand(config.load(path))
