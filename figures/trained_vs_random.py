@@ -62,7 +62,7 @@ def main(sim_path: str, probe_path: str, out: str) -> None:
     axes[0, 2].legend(fontsize=8)
     if len(betas) > 1:
         axes[1, 2].plot(real.layer, real.token_norm**2, "o-", color="grey")
-        axes[1, 2].set_title("its mean |h|^2: the beta of its scores on unit tokens",
+        axes[1, 2].set_title("(mean |h|)^2: the beta of its scores on unit tokens",
                              fontsize=9)
     for ax in axes[:, 2]:
         ax.set_xlabel("layer (0 = embeddings)")
