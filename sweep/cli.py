@@ -14,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,7 +28,8 @@ from rich.table import Table
 from sweep import __version__
 from sweep.config import Config, ConfigError, load
 from sweep.grid import axes, expand, shard
-from sweep.runner import Hooks, Interrupted, RunReport, run
+from sweep.runner import Hooks, Interrupted, RunReport, default_workers, run
+from sweep.signals import stop_on_signals
 from sweep.store import Store, StoreError, merge, write_dataset
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -43,7 +45,7 @@ OutOpt = Annotated[Path | None, typer.Option(
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -88,6 +90,7 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
+        workers = _preflight(cfg, jobs, default_workers(), merged=True)
     if as_json:
         for job in jobs:
             print(json.dumps({"index": job.index, "id": job.id, "parameters": job.params}))
@@ -104,6 +107,8 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     out.print(f"steps per job: {jobs[0].integrate.n_steps}  |  work: {cost.gflop:.3g} GFLOP  "
               f"|  peak memory per job: {cost.peak_mib:.3g} MiB  |  estimated time: "
               f"{cost.seconds:.3g} s on one core")
+    if workers < min(default_workers(), len(jobs)):
+        out.print(f"memory: at most {workers} job(s) fit at once; `run` uses {workers} worker(s)")
     out.print(f"output: {_output(cfg, None)}")
 
 
@@ -123,24 +128,42 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             force: Annotated[bool, typer.Option(
                 "--force", help="Recompute jobs that are already complete.")] = False):
     """Run every job (or one shard), skipping those already complete, then merge."""
-    with user_errors():
+    with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
         jobs = expand(cfg)
         part = _parse_shard(shard_spec)
         todo = shard(jobs, *part) if part else jobs
         store = Store(_output(cfg, path), cfg.hash)
+        workers = _preflight(cfg, todo, workers or default_workers(), merged=part is None)
         try:
             report = _run_with_progress(todo, store, cfg, workers, force)
         except Interrupted as e:
-            err.print(f"interrupted: {e.report.completed} job(s) finished this run and are kept "
-                      f"in {store.dir}; run the same command again to resume.")
-            raise typer.Exit(130) from None
+            err.print(f"stopped by {received.name}: {e.report.completed} job(s) finished this "
+                      f"run and are kept in {store.dir}; nothing partial was written; run the "
+                      "same command again to resume.")
+            raise typer.Exit(received.exit_code) from None
         _print_report(report, store)
         if part is None:
             target = write_dataset(merge(cfg, jobs, store), store.output)
             out.print(f"results: {target}")
     if report.failed:
         raise typer.Exit(1)
+
+
+def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True) -> int:
+    """Warn about unstable steps; refuse what cannot fit in memory; return workers that fit."""
+    from sweep import resources, stability
+
+    for line in stability.warnings(jobs) if warn else ():
+        err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+    need = resources.need(jobs, cfg.output.positions, workers, merged)
+    available = resources.available_memory()
+    resources.check(need, available)
+    fit = resources.workers_that_fit(need, available)
+    if fit < need.workers:
+        err.print(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "
+                  f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB available")
+    return fit
 
 
 def _parse_shard(spec: str | None) -> tuple[int, int] | None:
@@ -169,10 +192,24 @@ def _run_with_progress(jobs, store, cfg, workers, force) -> RunReport:
         def job_done(job, outcome: str) -> None:
             progress.advance(task)
             if outcome.startswith("failed"):
-                progress.console.print(f"[red]job {job.index} ({job.describe()}) {outcome}")
+                progress.console.print(f"[red]job {job.index} ({job.describe()}) "
+                                       f"{escape(outcome)}", soft_wrap=True)
+            elif outcome == "nonfinite":
+                progress.console.print(f"job {job.index} ({job.describe()}) non-finite values "
+                                       f"(status 1){_hint(job)}", markup=False, soft_wrap=True)
+
+        def notice(message: str) -> None:
+            progress.console.print(message, markup=False, soft_wrap=True)
 
         return run(jobs, store, positions=cfg.output.positions, workers=workers, force=force,
-                   hooks=Hooks(start=start, job_done=job_done))
+                   hooks=Hooks(start=start, job_done=job_done, notice=notice))
+
+
+def _hint(job) -> str:
+    from sweep.stability import job_hint
+
+    hint = job_hint(job.model, job.integrate)
+    return f"; {hint}" if hint else ""
 
 
 def _print_report(report: RunReport, store: Store) -> None:
@@ -180,6 +217,8 @@ def _print_report(report: RunReport, store: Store) -> None:
     out.print(f"{report.completed} job(s) run in {report.seconds:.1f} s ({rate:.1f} jobs/s), "
               f"{report.skipped} skipped, {len(report.failed)} failed, "
               f"{len(report.nonfinite)} non-finite; parts in {store.dir}")
+    if report.elsewhere:
+        out.print(f"{report.elsewhere} job(s) were computed by another run sharing this output")
 
 
 @app.command("merge")
@@ -191,7 +230,9 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
-        ds = merge(cfg, expand(cfg), store, allow_missing=allow_missing)
+        jobs = expand(cfg)
+        _preflight(cfg, jobs, 1, merged=True, warn=False)
+        ds = merge(cfg, jobs, store, allow_missing=allow_missing)
         out.print(f"results: {write_dataset(ds, store.output)}")
 
 
