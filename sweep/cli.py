@@ -140,7 +140,7 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         except Interrupted as e:
             err.print(f"stopped by {received.name}: {e.report.completed} job(s) finished this "
                       f"run and are kept in {store.dir}; nothing partial was written; run the "
-                      "same command again to resume.")
+                      "same command again to resume.", soft_wrap=True)
             raise typer.Exit(received.exit_code) from None
         _print_report(report, store)
         if part is None:
@@ -162,7 +162,8 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
     fit = resources.workers_that_fit(need, available)
     if fit < need.workers:
         err.print(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "
-                  f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB available")
+                  f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB available",
+                  soft_wrap=True)
     return fit
 
 

@@ -182,8 +182,10 @@ def with_value(obj, section: str, key: str, value: Any, where: str):
 def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> None:
     """Rules that involve several keys; `where` says which grid point is meant."""
     at = f" ({where})" if where else ""
-    if init.kind == "orthonormal" and model.n > model.d:
-        raise ConfigError(f"init.kind: orthonormal needs n <= d, got n={model.n}, "
+    if init.kind == "orthonormal" and model.n > model.d or (
+            init.kind == "equiangular" and init.overlap == 0 and model.n > model.d):
+        what = "orthonormal" if init.kind == "orthonormal" else "equiangular with overlap 0"
+        raise ConfigError(f"init.kind: {what} needs n <= d, got n={model.n}, "
                           f"d={model.d}{at}")
     if init.kind == "equiangular" and init.overlap > 0 and model.n + 1 > model.d:
         raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "

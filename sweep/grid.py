@@ -106,7 +106,8 @@ def axis_values(spec: Any, where: str) -> tuple[list, bool]:
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) < 1e300:
                     raise ConfigError(f"{where}.{form}: expected finite numbers, got {show(v)}")
             fn = np.linspace if form == "linspace" else np.logspace
-            return [float(v) for v in fn(a, b, num)], form == "logspace"
+            with np.errstate(over="ignore"):  # an overflow is reported by check_value
+                return [float(v) for v in fn(a, b, num)], form == "logspace"
         if form == "range":
             args = _args(args, (2, 3), where, form)
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in args):

@@ -52,7 +52,8 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
     if merged_bytes > per_job:
         culprit = "output.positions" if 2 * pos > 3 * series else "grid"
     else:
-        culprit = "output.positions" if positions == "trajectory" else "model.n"
+        culprit = ("output.positions" if positions == "trajectory"
+                   else "model.d" if d > n else "model.n")
     return Need(per_job, workers, merged_bytes, culprit)
 
 

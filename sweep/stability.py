@@ -1,10 +1,11 @@
 """Step sizes and overflow limits: which jobs will be inaccurate or blow up, and why.
 
-Near consensus the linearised dynamics relaxes at rate 2 under softmax (SA) and 2 e^beta
-under unnormalized attention (USA) (THEORY, "Integration"). An explicit method with step dt
-is stable on a decay of rate r only if dt r stays inside its stability interval: 2 for Euler,
-2.785 for classical RK4. So the stable step is 2 / r (Euler) or 2.785 / r (RK4); a larger
-one oscillates or wanders instead of converging. `dt` is never rescaled: a too-large step is
+Near consensus every token relaxes toward the mean position: dx_i/dt ~ r (xbar - x_i) with
+r = 1 under softmax (SA) and r = e^beta under unnormalized attention (USA), so that
+1 - <x_i, x_j> decays at rate 2 r (THEORY, "Integration"). An explicit method with step dt
+is stable on that decay only if dt r stays inside its stability interval: 2 for Euler, 2.785
+for classical RK4. So the stable step is 2 / r (Euler) or 2.785 / r (RK4); a larger one
+oscillates or wanders instead of converging. `dt` is never rescaled: a too-large step is
 reported, with the step that would be stable.
 """
 
@@ -18,10 +19,10 @@ STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785}
 
 
 def relaxation_rate(attention: str, beta: float) -> float:
-    """The fastest linear rate near consensus: 2 (SA) or 2 e^beta (USA); inf on overflow."""
+    """The linear rate of x_i -> xbar near consensus: 1 (SA) or e^beta (USA); inf on overflow."""
     if attention == "unnormalized":
-        return 2.0 * math.exp(beta) if beta < 709.0 else math.inf
-    return 2.0
+        return math.exp(beta) if beta < 709.0 else math.inf
+    return 1.0
 
 
 def stable_dt(attention: str, beta: float, method: str) -> float:
