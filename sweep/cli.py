@@ -137,15 +137,16 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         workers = _preflight(cfg, todo, workers or default_workers(), merged=part is None)
         try:
             report = _run_with_progress(todo, store, cfg, workers, force)
-        except Interrupted as e:
-            err.print(f"stopped by {received.name}: {e.report.completed} job(s) finished this "
-                      f"run and are kept in {store.dir}; nothing partial was written; run the "
-                      "same command again to resume.", soft_wrap=True)
+            _print_report(report, store)
+            if part is None:
+                target = write_dataset(merge(cfg, jobs, store), store.output)
+                out.print(f"results: {target}")
+        except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C, SIGTERM, SIGUSR1
+            finished = f"{e.report.completed} job(s) finished this run and are kept" if \
+                isinstance(e, Interrupted) else "finished jobs are kept"
+            err.print(f"stopped by {received.name}: {finished} in {store.dir}; nothing partial "
+                      "was written; run the same command again to resume.", soft_wrap=True)
             raise typer.Exit(received.exit_code) from None
-        _print_report(report, store)
-        if part is None:
-            target = write_dataset(merge(cfg, jobs, store), store.output)
-            out.print(f"results: {target}")
     if report.failed:
         raise typer.Exit(1)
 
@@ -228,13 +229,18 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
               = False):
     """Assemble all completed jobs into one dataset."""
-    with user_errors():
+    with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
         jobs = expand(cfg)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
-        ds = merge(cfg, jobs, store, allow_missing=allow_missing)
-        out.print(f"results: {write_dataset(ds, store.output)}")
+        try:
+            ds = merge(cfg, jobs, store, allow_missing=allow_missing)
+            out.print(f"results: {write_dataset(ds, store.output)}")
+        except KeyboardInterrupt:
+            err.print(f"stopped by {received.name}: {store.output} was not written; the parts "
+                      "are untouched.", soft_wrap=True)
+            raise typer.Exit(received.exit_code) from None
 
 
 # ---------------------------------------------------------------- show

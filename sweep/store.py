@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shlex
+import shutil
 import socket
 import sys
 import threading
@@ -351,6 +352,9 @@ def write_dataset(ds, path: str | Path) -> Path:
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
         reason = _reason(err) if isinstance(err, OSError) else str(err)
+        with contextlib.suppress(OSError):
+            if shutil.disk_usage(path.parent).free < ds.nbytes:  # HDF5 hides ENOSPC
+                reason = f"No space left on device; {reason}"
         raise StoreError(f"{path}: cannot write results ({reason})") from None
     finally:
         _discard(tmp)
