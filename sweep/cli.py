@@ -127,7 +127,11 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                 "--workers", min=1, help="Jobs run at once (default: CPUs available).")] = None,
             force: Annotated[bool, typer.Option(
                 "--force", help="Recompute jobs that are already complete.")] = False):
-    """Run every job (or one shard), skipping those already complete, then merge."""
+    """Run every job (or one shard), skipping those already complete, then merge.
+
+    Ctrl-C, SIGTERM and SIGUSR1 stop cleanly (exit 130, 143, 138): finished jobs are kept;
+    run the same command again to resume. Runs sharing an output split the jobs between them.
+    """
     with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
         jobs = expand(cfg)

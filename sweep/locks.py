@@ -75,7 +75,9 @@ class JobLocks:
         return self.dir / f"{name}.lock"
 
     def acquire(self, name: str) -> bool:
-        """Take the lock for `name`; False if a live owner holds it. Breaks a stale lock."""
+        """Take the lock for `name`; False if a live owner holds it. Breaks a stale lock.
+
+        OSError if the lock file cannot be created (an unwritable or full directory)."""
         for _ in range(3):
             if self._create(name):
                 return True
@@ -96,8 +98,11 @@ class JobLocks:
             return False
         try:
             os.write(fd, json.dumps(owner).encode())
-        finally:
+        except OSError:  # e.g. a full disk: leave no empty lock behind
             os.close(fd)
+            self.path(name).unlink(missing_ok=True)
+            raise
+        os.close(fd)
         with self._mutex:
             self.held[name] = token
         return True

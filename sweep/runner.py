@@ -88,12 +88,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
-    report = RunReport(total=len(jobs))
-    todo = pending(jobs, store, force, report.damaged)
-    report.skipped = len(jobs) - len(todo)
-    for message in report.damaged:
-        hooks.notice(f"recomputing {message}")
-    hooks.start(len(todo), report.skipped)
+    todo, report = _triage(jobs, store, force, hooks)
     if todo:
         warm_up({j.integrate.dtype for j in todo})
     stop = np.zeros(1, dtype=np.int64)
@@ -101,7 +96,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
     def one(job: Job) -> str:
         if stop[0]:
             return "cancelled"
-        if not locks.acquire(job.id):
+        if not _lock(locks, job, store):
             return "busy"
         try:
             if not force and store.done(job):
@@ -125,6 +120,25 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _lock(locks: JobLocks, job: Job, store: Store) -> bool:
+    try:
+        return locks.acquire(job.id)
+    except OSError as err:
+        raise StoreError(f"{store.dir}: cannot create a lock file "
+                         f"({err.strerror or type(err).__name__})") from None
+
+
+def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
+    """(jobs to run, a report counting those skipped); damaged parts are announced."""
+    report = RunReport(total=len(jobs))
+    todo = pending(jobs, store, force, report.damaged)
+    report.skipped = len(jobs) - len(todo)
+    for message in report.damaged:
+        hooks.notice(f"recomputing {message}")
+    hooks.start(len(todo), report.skipped)
+    return todo, report
 
 
 def _compute(job: Job, store: Store, positions: str, stop: np.ndarray) -> str:

@@ -47,6 +47,12 @@ def job_hint(model, integ) -> str:
                 f"beta={model.beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
                 f"(relaxation rate {relaxation_rate(model.attention, model.beta):.3g} near "
                 f"consensus); dt is used as given")
+    # the energy sums n^2 terms up to e^beta, in float64 whatever the dtype
+    energy_limit = exp_limit("float64") - 2 * math.log(model.n)
+    if model.beta > energy_limit:
+        return (f"model.beta: the energy E_beta overflows float64 for beta > {energy_limit:.1f}"
+                f" at n={model.n} and is stored as inf; the dynamics and the other observables "
+                "stay finite")
     return ""
 
 

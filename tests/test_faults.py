@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from sweep import config, runner
 from sweep.cli import app
 from sweep.grid import expand
+from sweep.locks import JobLocks
 from sweep.store import Store
 
 CFG = {
@@ -179,6 +180,14 @@ def test_disk_full_while_writing_the_dataset(setup, straight, monkeypatch):
     assert_parts_whole(store, jobs)
     assert invoke("merge", path, "--out", out).exit_code == 0
     xr.testing.assert_identical(values(out), straight)
+
+
+def test_no_room_for_lock_files(setup, monkeypatch):
+    path, out, store, jobs = setup
+    monkeypatch.setattr(JobLocks, "_create", fail_with(errno.ENOSPC))
+    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    assert "cannot create a lock file (No space left on device)" in line
+    assert not any(store.done(j) for j in jobs) and not temp_files(out.parent)
 
 
 def test_output_that_is_a_directory(setup):

@@ -122,5 +122,17 @@ def test_overflowing_beta_is_announced_as_a_status_1_result(tmp_path):
     result = plan(tmp_path, {"model": {"attention": "unnormalized", "beta": 800.0}})
     assert result.exit_code == 0
     assert "overflows float64 for beta > 709.8" in result.output
-    quiet = plan(tmp_path, {"model": {"attention": "softmax", "beta": 1000.0}})
+    soft = plan(tmp_path, {"model": {"attention": "softmax", "beta": 1000.0, "n": 8}})
+    assert "overflows" in soft.output and "status 1" not in soft.output  # dynamics finite
+    assert "the energy E_beta overflows float64 for beta > 705.6" in soft.output
+    quiet = plan(tmp_path, {"model": {"attention": "softmax", "beta": 700.0, "n": 8}})
     assert "warning" not in quiet.output  # softmax subtracts the row maximum
+
+
+def test_energy_warning_marks_exactly_the_jobs_whose_energy_is_inf():
+    x0 = np.array([[0.0, 0.0, 1.0]] * 8)  # collapsed: every exponent is beta
+    for beta in (700.0, 710.0):
+        _, obs, _, _ = run_kernel(x0, "softmax", beta, n_saves=1)
+        model = jobs_of(model={"beta": beta, "n": 8})[0]
+        warned = bool(stability.job_hint(model.model, model.integrate))
+        assert warned == (not np.isfinite(obs[0, 6]))

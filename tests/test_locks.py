@@ -144,3 +144,14 @@ def test_runner_breaks_the_lock_of_a_dead_run(tmp_path):
     report = runner.run(jobs, store)
     assert report.completed == 4 and all(store.done(j) for j in jobs)
     assert not list(store.dir.glob("*.lock"))
+
+
+def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(locks.os, "write", full)
+        with pytest.raises(OSError):
+            JobLocks(tmp_path).acquire("job")
+    assert not (tmp_path / "job.lock").exists()
