@@ -159,11 +159,11 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
     """Warn about unstable steps; refuse what cannot fit in memory; return workers that fit."""
     from sweep import resources, stability
 
-    for line in stability.warnings(jobs) if warn else ():
-        err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
     need = resources.need(jobs, cfg.output.positions, workers, merged)
     available = resources.available_memory()
-    resources.check(need, available)
+    resources.check(need, available)  # before any warning: a refused config prints one line
+    for line in stability.warnings(jobs) if warn else ():
+        err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
     fit = resources.workers_that_fit(need, available)
     if fit < need.workers:
         err.print(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "

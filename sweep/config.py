@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import reprlib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -148,9 +149,20 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string"}
 
 
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxstring = 3, 6, 4, 50
+    return short
+
+
+_SHORT = _short_repr()
+
+
 def show(value: Any, width: int = 60) -> str:
-    """repr(value) cut to `width` characters, so that a message stays one short line."""
-    text = repr(value)
+    """repr(value) cut to `width` characters, so that a message stays one short line.
+
+    reprlib bounds the work too: YAML aliases can nest a billion elements in a few lines."""
+    text = _SHORT.repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 

@@ -49,10 +49,11 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
     # parts read back + the stacked array + one reshaped copy per variable while writing
     merged_bytes = 3 * series + 2 * pos + len(jobs) * JOB_OBJECT_BYTES if merged else 0
     workers = max(1, min(workers, len(jobs)))
+    traj = job_bytes(largest, positions) - job_bytes(largest, "none")
     if merged_bytes > per_job:
         culprit = "output.positions" if 2 * pos > 3 * series else "grid"
     else:
-        culprit = ("output.positions" if positions == "trajectory"
+        culprit = ("output.positions" if 2 * traj > per_job
                    else "model.d" if d > n else "model.n")
     return Need(per_job, workers, merged_bytes, culprit)
 

@@ -70,3 +70,12 @@ def test_equiangular_start_with_zero_overlap_needs_n_le_d(tmp_path):
     path.write_text(yaml.safe_dump({"name": "t", "init": {"kind": "equiangular"},
                                     "model": {"n": 5, "d": 3}}))
     assert one_line(plan(path)).startswith("error: init.kind: equiangular with overlap 0")
+
+
+def test_alias_bombs_are_refused_without_expanding_them(tmp_path):
+    lines = ["name: bomb", "model:", "  beta:", "    - &a0 [lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"    - &a{i} [{', '.join([f'*a{i - 1}'] * 7)}]" for i in range(1, 12)]
+    path = tmp_path / "c.yaml"
+    path.write_text("\n".join(lines) + "\n")  # 7^12 (1.4e10) strings once expanded
+    line = one_line(plan(path))
+    assert line.startswith("error: model.beta: expected a number") and len(line) < 200

@@ -116,7 +116,11 @@ def wrong_type_for(key):
 def mutations(draw):
     """(mutated raw config, text the error line must contain or None)."""
     raw, _ = draw(valid_configs())
-    kind = draw(st.sampled_from(["type", "negative", "unknown", "huge", "grid"]))
+    kind = draw(st.sampled_from(["type", "negative", "unknown", "huge", "grid", "section"]))
+    if kind == "section":
+        section = draw(st.sampled_from(["model", "init", "integrate", "output", "grid"]))
+        raw[section] = draw(st.sampled_from([3, "softmax", [1, 2], True]))
+        return raw, section
     if kind == "type":
         key = draw(st.sampled_from(KEY_PATHS))
         section, name = key.split(".")
@@ -170,3 +174,27 @@ def test_product_count_matches_math_prod_for_a_known_grid():
     raw = {"name": "x", "grid": {"beta": {"linspace": [0, 1, 7]}, "d": [2, 3],
                                  "seed": {"range": [0, 5]}}}
     assert len(expand(config.from_dict(raw))) == math.prod([7, 2, 5])
+
+
+override_keys = st.sampled_from(KEY_PATHS + ["grid.beta", "grid.seed", "grid.zip", "name",
+                                             "model", "grid", "model.beta.x", "x.y.z", ""])
+override_values = st.one_of(
+    st.sampled_from(["2.5", "-1", "0", "1e400", "null", "[1, 2]", "{linspace: [0, 1, 3]}",
+                     "{range: [0, 3]}", "[]", "{a: 1}", "'[unclosed", "softmax", "rk4", "yes"]),
+    st.text(max_size=12))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(override_keys, override_values), max_size=3))
+def test_any_set_override_plans_or_exits_2_with_one_line(folder, overrides):
+    path = folder / "base.yaml"
+    path.write_text(yaml.safe_dump({"name": "base", "grid": {"beta": [0.0, 1.0]}}))
+    args = ["plan", str(path)]
+    for key, value in overrides:
+        args += ["--set", f"{key}={value}"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 2), (overrides, result.output)
+    assert isinstance(result.exception, (SystemExit, type(None))), repr(result.exception)
+    if result.exit_code == 2:
+        line = result.output.strip()
+        assert "\n" not in line and line.startswith("error: ") and "Traceback" not in line
