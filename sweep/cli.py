@@ -45,7 +45,8 @@ OutOpt = Annotated[Path | None, typer.Option(
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    err.print(f"[bold red]error:[/] {escape(first)}", soft_wrap=True)  # one line, always
     return typer.Exit(code)
 
 

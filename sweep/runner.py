@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sweep.grid import Job
-from sweep.locks import JobLocks
+from sweep.locks import STALE_AFTER, JobLocks
 from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up
 from sweep.store import Store, StoreError
 
@@ -112,14 +112,21 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             while todo:
                 busy = _pass(pool, one, todo, stop, report, hooks)
                 if busy and first:
-                    hooks.notice(f"{len(busy)} job(s) are being computed by another run; "
-                                 "waiting for them")
+                    hooks.notice(_waiting(busy, locks))
                 todo, first = _await_others(busy, store, locks, report, hooks), False
         except KeyboardInterrupt:
             report.seconds = time.perf_counter() - t0
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _waiting(busy: list[Job], locks: JobLocks) -> str:
+    owners = sorted({f"{o.get('host')} pid {o.get('pid')}" for o in
+                     (locks.holder(j.id) for j in busy) if o})
+    who = f" ({', '.join(owners[:3])}{', ...' if len(owners) > 3 else ''})" if owners else ""
+    return (f"{len(busy)} job(s) are being computed by another run{who}; waiting for them "
+            f"(a lock not refreshed for {STALE_AFTER:.0f} s is broken)")
 
 
 def _lock(locks: JobLocks, job: Job, store: Store) -> bool:

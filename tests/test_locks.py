@@ -126,7 +126,9 @@ def test_runner_waits_for_a_job_another_run_holds(tmp_path, monkeypatch, other_f
     deadline = time.time() + 60
     while not notices and time.time() < deadline:
         time.sleep(0.02)
-    assert notices == ["1 job(s) are being computed by another run; waiting for them"]
+    assert len(notices) == 1
+    assert notices[0].startswith(f"1 job(s) are being computed by another run ({locks.HOST} "
+                                 f"pid {os.getpid()}); waiting for them")
     assert thread.is_alive() and not store.done(jobs[1])
     if other_finishes:
         store.write(jobs[1], simulate(jobs[1]))
