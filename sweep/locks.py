@@ -126,10 +126,12 @@ class JobLocks:
         return False
 
     def release(self, name: str) -> None:
+        """Remove our lock; never raises (on a disk gone read-only it stays, and is stale)."""
         with self._mutex:
             token = self.held.pop(name, None)
         if token is not None and (read_owner(self.path(name)) or {}).get("token") == token:
-            self.path(name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                self.path(name).unlink(missing_ok=True)
 
     def holder(self, name: str) -> dict | None:
         """The live owner of `name`'s lock, None if free or stale."""
@@ -156,5 +158,4 @@ class JobLocks:
     def __exit__(self, *exc) -> None:
         self._quit.set()
         for name in list(self.held):
-            with contextlib.suppress(OSError):
-                self.release(name)
+            self.release(name)

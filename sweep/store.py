@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import glob
 import json
 import os
 import platform
@@ -153,6 +154,8 @@ class Store:
 
     def prepare(self) -> None:
         """Fail early if the parts directory cannot be written; remove abandoned temp files."""
+        if self.output.is_dir():
+            raise StoreError(f"{self.output}: is a directory, expected a results file name")
         probe = self.dir / f".probe.{_owner_tag()}.tmp"
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -347,7 +350,7 @@ def write_dataset(ds, path: str | Path) -> Path:
     tmp = path.with_name(f".{path.name}.{_owner_tag()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        remove_abandoned(path.parent, f".{path.name}.*.tmp")
+        remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError

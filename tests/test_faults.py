@@ -190,11 +190,13 @@ def test_no_room_for_lock_files(setup, monkeypatch):
     assert not any(store.done(j) for j in jobs) and not temp_files(out.parent)
 
 
-def test_output_that_is_a_directory(setup):
+def test_output_that_is_a_directory(setup, monkeypatch):
     path, out, store, jobs = setup
     out.mkdir()
+    computed = []
+    monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
     line = one_clean_line(invoke("run", path, "--out", out), 1)
-    assert "is a directory" in line
+    assert "is a directory" in line and not computed
 
 
 # ---------------------------------------------------------------- jobs that blow up or fail

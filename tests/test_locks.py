@@ -157,3 +157,15 @@ def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch)
         with pytest.raises(OSError):
             JobLocks(tmp_path).acquire("job")
     assert not (tmp_path / "job.lock").exists()
+
+
+def test_release_on_a_disk_gone_read_only_does_not_raise(tmp_path, monkeypatch):
+    held = JobLocks(tmp_path)
+    assert held.acquire("job")
+
+    def read_only(self, missing_ok=False):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(type(tmp_path), "unlink", read_only)
+    held.release("job")
+    assert not held.held
