@@ -30,7 +30,7 @@ from sweep import __version__, cluster
 from sweep import submit as scheduler
 from sweep.config import Config, ConfigError, load
 from sweep.grid import axes, expand, shard
-from sweep.runner import Hooks, Interrupted, RunReport, default_workers, run
+from sweep.runner import Hooks, Interrupted, RunReport, run
 from sweep.signals import stop_on_signals
 from sweep.store import Store, StoreError, merge, write_dataset
 
@@ -93,7 +93,7 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        workers = _preflight(cfg, jobs, default_workers(), merged=True)
+        workers = _preflight(cfg, jobs, cluster.task_cpus(), merged=True)
     if as_json:
         for job in jobs:
             print(json.dumps({"index": job.index, "id": job.id, "parameters": job.params}))
@@ -110,7 +110,7 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     out.print(f"steps per job: {jobs[0].integrate.n_steps}  |  work: {cost.gflop:.3g} GFLOP  "
               f"|  peak memory per job: {cost.peak_mib:.3g} MiB  |  estimated time: "
               f"{cost.seconds:.3g} s on one core")
-    if workers < min(default_workers(), len(jobs)):
+    if workers < min(cluster.task_cpus(), len(jobs)):
         out.print(f"memory: at most {workers} job(s) fit at once; `run` uses {workers} worker(s)")
     out.print(f"output: {_output(cfg, None)}")
 
