@@ -25,6 +25,13 @@ demo: install
 	$(SWEEP) plan configs/demo.yaml
 	$(SWEEP) run configs/demo.yaml
 	$(SWEEP) show results/demo.nc
+	$(SWEEP) threshold results/demo.nc --var clustered_fraction --along time --level 0.5 \
+		-o results/demo.threshold.nc
+	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9.5 96 \
+		--t-max 30 --save-every 0.25 -o results/demo.theory.nc > /dev/null
+	$(SWEEP) plot results/demo.nc --var clustered_fraction --x beta --y time \
+		--threshold results/demo.threshold.nc --theory results/demo.theory.nc \
+		-o results/demo.png
 
 bench: install
 	$(PY) benchmarks/run.py

@@ -17,6 +17,7 @@ import numpy as np
 
 from sweep.config import ConfigError
 from sweep.grid import Job
+from sweep.runner import default_workers
 from sweep.store import Store, StoreError
 
 
@@ -141,10 +142,7 @@ def task_cpus(env: Mapping[str, str] | None = None) -> int:
     schedulers that allocate without binding, where the mask is the whole node.
     """
     env = os.environ if env is None else env
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
+    cpus = default_workers()
     for var in ("SLURM_CPUS_PER_TASK", "NCPUS", "NSLOTS", "LSB_DJOB_NUMPROC"):
         value = env.get(var, "").strip()
         if value.isdigit() and int(value) > 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import reprlib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,14 @@ class Config:
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
 
+    def input_path(self, value: str | Path) -> Path:
+        """An input file named in the config: relative paths resolve from the config's folder
+        (not the working directory), so a config and its .npy files move together."""
+        path = Path(value).expanduser()
+        if path.is_absolute() or self.source is None:
+            return path
+        return Path(self.source).parent / path
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
                 "integrate": asdict(self.integrate), "grid": self.grid,
@@ -159,16 +168,18 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     if value is None and rule["nullable"]:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+        value = float(value) if abs(value) < 2**1023 else math.inf
     if kind is list and isinstance(value, tuple):  # already clean
         value = list(value)
     if not isinstance(value, kind) or isinstance(value, bool):
-        raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {value!r}")
+        raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {show(value)}")
     if kind is float and not math.isfinite(value):
-        raise ConfigError(f"{key}: must be finite, got {value!r}")
+        raise ConfigError(f"{key}: must be finite, got {show(value)}")
+    if kind is int and not -(2**63) <= value < 2**63:
+        raise ConfigError(f"{key}: must fit in a 64-bit integer, got {show(value)}")
     if rule["choices"] is not None and value not in rule["choices"]:
         allowed = " | ".join(rule["choices"])
-        raise ConfigError(f"{key}: {value!r} is not one of {allowed}")
+        raise ConfigError(f"{key}: {show(value)} is not one of {allowed}")
     low, high = rule["low"], rule["high"]
     if low is not None and (value <= low if rule["low_open"] else value < low):
         raise ConfigError(f"{key}: must be {'>' if rule['low_open'] else '>='} {low}, "
@@ -187,12 +198,29 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list"}
 
 
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxstring = 3, 6, 4, 50
+    return short
+
+
+_SHORT = _short_repr()
+
+
+def show(value: Any, width: int = 60) -> str:
+    """repr(value) cut to `width` characters, so that a message stays one short line.
+
+    reprlib bounds the work too: YAML aliases can nest a billion elements in a few lines."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def build_section(cls: type, raw: Any, where: str):
     """Build the frozen dataclass `cls` from a mapping, naming `where.key` on any error."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {raw!r}")
+        raise ConfigError(f"{where}: expected a mapping, got {show(raw)}")
     known = {f.name: f for f in fields(cls)}
     for key in raw:
         if key not in known:
@@ -215,18 +243,26 @@ def with_value(obj, section: str, key: str, value: Any, where: str):
 def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> None:
     """Rules that involve several keys; `where` says which grid point is meant."""
     at = f" ({where})" if where else ""
-    if init.kind == "orthonormal" and model.n > model.d:
-        raise ConfigError(f"init.kind: orthonormal needs n <= d, got n={model.n}, "
+    if init.kind == "orthonormal" and model.n > model.d or (
+            init.kind == "equiangular" and init.overlap == 0 and model.n > model.d):
+        what = "orthonormal" if init.kind == "orthonormal" else "equiangular with overlap 0"
+        raise ConfigError(f"init.kind: {what} needs n <= d, got n={model.n}, "
                           f"d={model.d}{at}")
     if init.kind == "equiangular" and init.overlap > 0 and model.n + 1 > model.d:
         raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
                           f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
     check_zoo(model, init, integ, at)
     stride = integ.save_every / integ.dt
+    if not stride < 2**53:
+        raise ConfigError(f"integrate.dt: {integ.dt} makes {stride:g} steps per save, more "
+                          f"than 2^53{at}")
     if abs(stride - round(stride)) > 1e-9 * stride or round(stride) < 1:
         raise ConfigError(f"integrate.save_every: must be a whole multiple of dt "
                           f"({integ.save_every} / {integ.dt} = {stride:g}){at}")
     saves = integ.t_max / integ.save_every
+    if not saves < 2**53:
+        raise ConfigError(f"integrate.t_max: {integ.t_max} makes {saves:g} saves, more than "
+                          f"2^53{at}")
     if abs(saves - round(saves)) > 1e-9 * saves or round(saves) < 1:
         raise ConfigError(f"integrate.t_max: must be a whole multiple of save_every "
                           f"({integ.t_max} / {integ.save_every} = {saves:g}){at}")
@@ -258,16 +294,36 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
 TOP_KEYS = ("name", "model", "init", "integrate", "grid", "output")
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.safe_load, except that a key given twice in one mapping is an error."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                again = key in seen
+                seen.add(key)
+            except TypeError:  # unhashable key: SafeLoader reports it
+                continue
+            if again and key != "<<":
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {show(key)} appears twice", key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds no objects
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -288,7 +344,7 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError:
-            raise ConfigError(f"--set {key}: value {text!r} is not valid YAML") from None
+            raise ConfigError(f"--set {key}: value {show(text)} is not valid YAML") from None
         node = raw
         parts = key.split(".")
         for part in parts[:-1]:
@@ -316,13 +372,16 @@ def from_dict(raw: dict, source: Path | None = None) -> Config:
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("name: required, a non-empty string naming the outputs")
-    if "/" in name or name.startswith("."):
-        raise ConfigError(f"name: {name!r} must not contain '/' or start with '.'")
+    if "/" in name or name.startswith(".") or not name.isprintable():
+        raise ConfigError(f"name: {show(name)} must be printable, without '/', not starting "
+                          "with '.'")
     sections = {s: build_section(cls, raw.get(s), s) for s, cls in SECTIONS.items()}
     output = build_section(Output, raw.get("output"), "output")
+    if not output.path.isprintable():
+        raise ConfigError(f"output.path: {show(output.path)} contains control characters")
     if not output.path:
         output = replace(output, path=f"results/{name}.nc")
     grid = raw.get("grid") or {}
     if not isinstance(grid, dict):
-        raise ConfigError(f"grid: expected a mapping of axes, got {grid!r}")
+        raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")
     return Config(name=name, output=output, grid=grid, source=source, **sections)

@@ -8,6 +8,7 @@ position in that product, so results reshape straight into the labelled array.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,11 @@ from sweep.config import (
     check_job,
     check_value,
     field_rule,
+    show,
     stable_hash,
 )
 
+MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
 SEED_RULE = {"kind": int, "choices": None, "low": 0, "high": None,
              "low_open": False, "high_open": False, "nullable": False}
 
@@ -97,31 +100,40 @@ def axis_values(spec: Any, where: str) -> tuple[list, bool]:
         if form in ("linspace", "logspace"):
             a, b, num = _args(args, 3, where, form)
             if not isinstance(num, int) or isinstance(num, bool) or num < 1:
-                raise ConfigError(f"{where}.{form}: num must be a positive integer, got {num!r}")
+                raise ConfigError(f"{where}.{form}: num must be a positive integer, got "
+                                  f"{show(num)}")
+            if num > MAX_JOBS:
+                raise ConfigError(f"{where}.{form}: num {num} is more than the {MAX_JOBS} "
+                                  "values a grid may hold")
             for v in (a, b):
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise ConfigError(f"{where}.{form}: expected numbers, got {v!r}")
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) < 1e300:
+                    raise ConfigError(f"{where}.{form}: expected finite numbers, got {show(v)}")
             fn = np.linspace if form == "linspace" else np.logspace
-            return [float(v) for v in fn(a, b, num)], form == "logspace"
+            with np.errstate(over="ignore"):  # an overflow is reported by check_value
+                return [float(v) for v in fn(a, b, num)], form == "logspace"
         if form == "range":
             args = _args(args, (2, 3), where, form)
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in args):
-                raise ConfigError(f"{where}.range: expected integers, got {args!r}")
+                raise ConfigError(f"{where}.range: expected integers, got {show(args)}")
             if len(args) == 3 and args[2] == 0:
                 raise ConfigError(f"{where}.range: step must not be 0")
+            if not all(abs(v) < 2**62 for v in args) or len(range(*args)) > MAX_JOBS:
+                raise ConfigError(f"{where}.range: {show(args)} holds more than the {MAX_JOBS} "
+                                  "values a grid may hold")
             values = list(range(*args))
             if not values:
                 raise ConfigError(f"{where}.range: {args!r} is empty")
             return values, False
     raise ConfigError(f"{where}: expected a list, or one of {{linspace|logspace|range: [...]}},"
-                      f" got {spec!r}")
+                      f" got {show(spec)}")
 
 
 def _args(args: Any, count, where: str, form: str) -> list:
     counts = count if isinstance(count, tuple) else (count,)
     if not isinstance(args, list) or len(args) not in counts:
         want = " or ".join(str(c) for c in counts)
-        raise ConfigError(f"{where}.{form}: expected a list of {want} values, got {args!r}")
+        raise ConfigError(f"{where}.{form}: expected a list of {want} values, got "
+                          f"{show(args)}")
     return args
 
 
@@ -129,7 +141,7 @@ def _checked(section: str | None, key: str, values: list, where: str) -> tuple:
     rule = SEED_RULE if section is None else field_rule(section, key)
     clean = tuple(check_value(f"{where}[{i}]", v, rule) for i, v in enumerate(values))
     if len(set(clean)) != len(clean):
-        raise ConfigError(f"{where}: values must be distinct, got {list(clean)!r}")
+        raise ConfigError(f"{where}: values must be distinct, got {show(list(clean))}")
     return clean
 
 
@@ -186,6 +198,10 @@ def axes(config: Config) -> list[Axis]:
 def expand(config: Config) -> list[Job]:
     """Every grid point as a Job, in C order of the axes; every combination is checked."""
     grid = axes(config)
+    count = math.prod(len(a) for a in grid)
+    if count > MAX_JOBS:
+        raise ConfigError(f"grid: {count} jobs is more than the {MAX_JOBS} one config may hold;"
+                          " split the sweep into several configs")
     base = {s: getattr(config, s) for s in SECTIONS}
     jobs = []
     for index, position in enumerate(itertools.product(*(range(len(a)) for a in grid))):

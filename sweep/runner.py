@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sweep.grid import Job
+from sweep.locks import STALE_AFTER, JobLocks
 from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up
-from sweep.store import Store
+from sweep.store import Store, StoreError
 
 
 class Interrupted(Exception):
@@ -35,6 +36,8 @@ class RunReport:
     nonfinite: list[Job] = field(default_factory=list)
     failed: list[tuple[Job, str]] = field(default_factory=list)
     seconds: float = 0.0
+    elsewhere: int = 0         # finished meanwhile by another run sharing the output
+    damaged: list[str] = field(default_factory=list)  # unreadable parts, recomputed
 
 
 @dataclass
@@ -43,6 +46,10 @@ class Hooks:
 
     start: Callable[[int, int], None] = lambda todo, skipped: None
     job_done: Callable[[Job, str], None] = lambda job, outcome: None
+    notice: Callable[[str], None] = lambda message: None
+
+
+WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
 
 
 def default_workers() -> int:
@@ -53,18 +60,35 @@ def default_workers() -> int:
         return os.cpu_count() or 1
 
 
-def pending(jobs: list[Job], store: Store, force: bool = False) -> list[Job]:
-    return list(jobs) if force else [j for j in jobs if not store.done(j)]
+def pending(jobs: list[Job], store: Store, force: bool = False,
+            damaged: list[str] | None = None) -> list[Job]:
+    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`."""
+    if force:
+        return list(jobs)
+    todo = []
+    for job in jobs:
+        try:
+            part = store.read(job)
+        except StoreError as err:
+            if damaged is not None:
+                damaged.append(str(err))
+            part = None
+        if part is None or part.status == 2:
+            todo.append(job)
+    return todo
 
 
 def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int | None = None,
         force: bool = False, hooks: Hooks | None = None) -> RunReport:
-    """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up."""
+    """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up.
+
+    Each job is computed under its lock (sweep.locks), so runs sharing an output split the
+    work; jobs another run holds are waited for. StoreError if the output cannot be written.
+    """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
-    todo = pending(jobs, store, force)
-    report = RunReport(total=len(jobs), skipped=len(jobs) - len(todo))
-    hooks.start(len(todo), report.skipped)
+    store.prepare()
+    todo, report = _triage(jobs, store, force, hooks)
     if todo:
         warm_up({j.integrate.dtype for j in todo})
     stop = np.zeros(1, dtype=np.int64)
@@ -72,44 +96,125 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
     def one(job: Job) -> str:
         if stop[0]:
             return "cancelled"
-        t = time.perf_counter()
+        if not _lock(locks, job, store):
+            return "busy"
         try:
-            result = simulate(job, positions, stop)
-        except Stopped:
-            return "cancelled"
-        except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
-            store.write_failure(job, f"{type(err).__name__}: {err}", time.perf_counter() - t)
-            return f"failed: {type(err).__name__}: {err}"
-        store.write(job, result)
-        return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
+            if not force and store.done(job):
+                return "elsewhere"
+            return _compute(job, store, positions, stop)
+        finally:
+            locks.release(job.id)
 
-    with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
-        futures = {pool.submit(one, job): job for job in todo}
+    with JobLocks(store.dir) as locks, ThreadPoolExecutor(
+            max_workers=workers or default_workers()) as pool:
         try:
-            _collect(futures, report, hooks)
+            first = True
+            while todo:
+                busy = _pass(pool, one, todo, stop, report, hooks)
+                if busy and first:
+                    hooks.notice(_waiting(busy, locks))
+                todo, first = _await_others(busy, store, locks, report, hooks), False
         except KeyboardInterrupt:
-            stop[0] = 1
-            for f in futures:
-                f.cancel()
-            wait(futures)
             report.seconds = time.perf_counter() - t0
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _collect(futures: dict, report: RunReport, hooks: Hooks) -> None:
-    remaining = set(futures)
+def _waiting(busy: list[Job], locks: JobLocks) -> str:
+    owners = sorted({f"{o.get('host')} pid {o.get('pid')}" for o in
+                     (locks.holder(j.id) for j in busy) if o})
+    who = f" ({', '.join(owners[:3])}{', ...' if len(owners) > 3 else ''})" if owners else ""
+    return (f"{len(busy)} job(s) are being computed by another run{who}; waiting for them "
+            f"(a lock not refreshed for {STALE_AFTER:.0f} s is broken)")
+
+
+def _lock(locks: JobLocks, job: Job, store: Store) -> bool:
+    try:
+        return locks.acquire(job.id)
+    except OSError as err:
+        raise StoreError(f"{store.dir}: cannot create a lock file "
+                         f"({err.strerror or type(err).__name__})") from None
+
+
+def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
+    """(jobs to run, a report counting those skipped); damaged parts are announced."""
+    report = RunReport(total=len(jobs))
+    todo = pending(jobs, store, force, report.damaged)
+    report.skipped = len(jobs) - len(todo)
+    for message in report.damaged:
+        hooks.notice(f"recomputing {message}")
+    hooks.start(len(todo), report.skipped)
+    return todo, report
+
+
+def _compute(job: Job, store: Store, positions: str, stop: np.ndarray) -> str:
+    t = time.perf_counter()
+    try:
+        result = simulate(job, positions, stop)
+    except Stopped:
+        return "cancelled"
+    except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
+        store.write_failure(job, f"{type(err).__name__}: {err}", time.perf_counter() - t)
+        return f"failed: {type(err).__name__}: {err}"
+    store.write(job, result)
+    return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
+
+
+def _pass(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks) -> list[Job]:
+    """Submit `todo`, collect outcomes; the jobs other runs hold come back."""
+    futures = {pool.submit(one, job): job for job in todo}
+    try:
+        return _collect(futures, report, hooks)
+    except BaseException:
+        # Ctrl-C, a stop signal or an unwritable store: running jobs stop at their next step
+        # and nothing half-written is kept (parts are renamed into place whole).
+        stop[0] = 1
+        for f in futures:
+            f.cancel()
+        wait(futures)
+        raise
+
+
+def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunReport,
+                  hooks: Hooks) -> list[Job]:
+    """Wait until another run finishes or abandons a job it holds; return those to run."""
+    while busy:
+        ready, still = [], []
+        for job in busy:
+            if locks.holder(job.id) is not None:
+                still.append(job)
+            elif store.done(job):
+                report.elsewhere += 1
+                hooks.job_done(job, "elsewhere")
+            else:
+                ready.append(job)
+        if ready:
+            return ready + still
+        busy = still
+        if busy:
+            time.sleep(WAIT_POLL)
+    return []
+
+
+def _collect(futures: dict, report: RunReport, hooks: Hooks) -> list[Job]:
+    remaining, busy = set(futures), []
     while remaining:
         done, remaining = wait(remaining, timeout=0.5, return_when=FIRST_COMPLETED)
         for f in done:
             job, outcome = futures[f], f.result()
             if outcome == "cancelled":
                 continue
-            if outcome.startswith("failed"):
+            if outcome == "busy":
+                busy.append(job)
+                continue
+            if outcome == "elsewhere":
+                report.elsewhere += 1
+            elif outcome.startswith("failed"):
                 report.failed.append((job, outcome.partition(": ")[2]))
             else:
                 report.completed += 1
                 if outcome == "nonfinite":
                     report.nonfinite.append(job)
             hooks.job_done(job, outcome)
+    return sorted(busy, key=lambda j: j.index)

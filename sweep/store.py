@@ -7,13 +7,18 @@ job order and reshapes them onto the grid's labelled dimensions.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import glob
 import json
 import os
 import platform
 import shlex
+import shutil
+import socket
 import sys
 import threading
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,9 +29,11 @@ from sweep import __version__
 from sweep.config import Config
 from sweep.grid import Job, axes
 from sweep.kernels import OBSERVABLES
+from sweep.locks import pid_alive
 from sweep.simulate import JobResult, max_clusters, t_cluster, times
 
 STATUS_MISSING = -1
+TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
 
 # name: (long_name, units). Series are over (axes..., time); scalars over the axes only.
 SERIES = {
@@ -98,10 +105,16 @@ class Store:
                 part = Part(obs, int(f["status"]), float(f["wall_seconds"]), pos, meta)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError) as err:
+        except PermissionError as err:
+            raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
             raise StoreError(f"{path}: damaged result part ({err})") from None
-        if meta.get("job_id") != job.id:
-            raise StoreError(f"{path}: holds job {meta.get('job_id')}, not {job.id}")
+        if not isinstance(meta, dict) or meta.get("job_id") != job.id:
+            found = meta.get("job_id") if isinstance(meta, dict) else None
+            raise StoreError(f"{path}: foreign result part (holds job {found}, not {job.id})")
+        problem = _part_problem(part, job)
+        if problem:
+            raise StoreError(f"{path}: damaged result part ({problem})")
         return part
 
     def done(self, job: Job) -> bool:
@@ -126,16 +139,81 @@ class Store:
     def _write(self, job: Job, arrays: dict, extra: dict) -> Path:
         meta = {"job_id": job.id, "index": job.index, "config_hash": self.config_hash,
                 "params": job.params, "sweep_version": __version__, **extra}
-        self.dir.mkdir(parents=True, exist_ok=True)
         final = self.path(job)
-        tmp = self.dir / f".{job.id}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp = self.dir / f".{job.id}.{_owner_tag()}.tmp"
         try:
+            self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
             os.replace(tmp, final)
+        except OSError as err:
+            raise StoreError(f"{self.dir}: cannot write result part ({_reason(err)})") from None
         finally:
-            tmp.unlink(missing_ok=True)
+            _discard(tmp)
         return final
+
+    def prepare(self) -> None:
+        """Fail early if the parts directory cannot be written; remove abandoned temp files."""
+        if self.output.is_dir():
+            raise StoreError(f"{self.output}: is a directory, expected a results file name")
+        probe = self.dir / f".probe.{_owner_tag()}.tmp"
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            probe.write_bytes(b"sweep")
+        except OSError as err:
+            raise StoreError(f"{self.dir}: cannot write results here ({_reason(err)})") from None
+        finally:
+            _discard(probe)
+        remove_abandoned(self.dir)
+
+
+def _owner_tag() -> str:
+    """host.pid.thread: unique among concurrent writers, and tells whose a temp file is."""
+    return f"{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
+
+
+def _reason(err: OSError) -> str:
+    return err.strerror or type(err).__name__
+
+
+def _discard(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
+def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
+    """Delete temp files left by killed writers: a dead pid on this host, or long untouched.
+
+    Temp names end in `.<host>.<pid>.<thread>.tmp` (see _owner_tag); hosts may contain dots.
+    """
+    removed = []
+    host, now = socket.gethostname(), time.time()
+    for tmp in directory.glob(pattern):
+        fields = tmp.name.split(".")
+        try:
+            mine = ".".join(fields[:-3]).endswith(f".{host}")
+            dead = mine and not pid_alive(int(fields[-3]))
+            if dead or now - tmp.stat().st_mtime > TMP_STALE_AFTER:
+                tmp.unlink()
+                removed.append(tmp)
+        except (OSError, ValueError):
+            continue
+    return removed
+
+
+def _part_problem(part: Part, job: Job) -> str:
+    """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
+    if part.status not in (0, 1, 2):
+        return f"status {part.status}"
+    want = (job.integrate.n_saves, len(OBSERVABLES))
+    if part.status != 2 and (part.observables is None or part.observables.shape != want):
+        got = None if part.observables is None else part.observables.shape
+        return f"observables of shape {got}, expected {want}"
+    pos = part.positions
+    if pos is not None and (pos.ndim not in (2, 3) or pos.shape[-2:] != (job.model.n,
+                                                                          job.model.d)):
+        return f"positions of shape {pos.shape}"
+    return ""
 
 
 # ---------------------------------------------------------------- merge
@@ -145,7 +223,7 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing."""
     import xarray as xr
 
-    parts = [store.read(job) for job in jobs]
+    parts = read_all(jobs, store)
     missing = [job for job, p in zip(jobs, parts) if p is None]
     if missing and not allow_missing:
         raise MissingJobs(missing)
@@ -182,6 +260,21 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     ds = xr.Dataset(data, coords=_coords(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds
+
+
+def read_all(jobs: list[Job], store: Store) -> list[Part | None]:
+    """Every job's part (None where missing); StoreError naming the first damaged one."""
+    parts, damaged = [], []
+    for job in jobs:
+        try:
+            parts.append(store.read(job))
+        except StoreError as err:
+            damaged.append(str(err))
+            parts.append(None)
+    if damaged:
+        more = f"; {len(damaged)} damaged or foreign part(s) in all" if len(damaged) > 1 else ""
+        raise StoreError(f"{damaged[0]}{more}; `sweep run` recomputes them")
+    return parts
 
 
 def _col(name: str) -> int:
@@ -260,13 +353,22 @@ def environment(title: str, command: str | None = None) -> dict:
 
 
 def write_dataset(ds, path: str | Path) -> Path:
-    """Write netCDF4 atomically (temporary file, then rename)."""
+    """Write netCDF4 atomically (temporary file, then rename); StoreError names the file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, expected a results file name")
+    tmp = path.with_name(f".{path.name}.{_owner_tag()}.tmp")
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
+        reason = _reason(err) if isinstance(err, OSError) else str(err)
+        with contextlib.suppress(OSError):
+            if shutil.disk_usage(path.parent).free < ds.nbytes:  # HDF5 hides ENOSPC
+                reason = f"No space left on device; {reason}"
+        raise StoreError(f"{path}: cannot write results ({reason})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        _discard(tmp)
     return path

@@ -21,7 +21,7 @@ def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     """Advance x: [n, d] in place, recording observables at each of obs.shape[0] saves.
 
     obs: [n_saves, N_OBS] float64, filled row by row; traj: [n_saves, n, d] positions at each
-    save, or [0, n, d] for none; stop: [1] int, polled at every save so another thread can
+    save, or [0, n, d] for none; stop: [1] int, polled at every step so another thread can
     abandon the run. Returns (status, saves recorded): status OK, NONFINITE (the state blew
     up; later rows are left untouched) or STOPPED.
     """
@@ -33,6 +33,8 @@ def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     for s in range(obs.shape[0]):
         if s > 0:
             for r in range(save_stride):
+                if stop[0] != 0:  # per step, not per save: long save intervals still stop fast
+                    return STOPPED, s
                 step(x, dyn, method, dt, ws, w, (s - 1) * save_stride + r)
         if not all_finite(x):
             return NONFINITE, s

@@ -1,0 +1,161 @@
+"""One lock file per job, so that runs sharing an output never compute the same job twice.
+
+A lock is `<dir>/<job id>.lock`, created with O_CREAT | O_EXCL (atomic on local disks and on
+NFS v3+, unlike flock on some cluster file systems) and holding the owner's host, pid and a
+random token. The owner refreshes its locks' mtime every `HEARTBEAT` seconds. A lock is
+stale, and may be broken, when its owner is a dead process on this host or when it has not
+been refreshed for `STALE_AFTER` seconds (an owner on another host that crashed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+
+HEARTBEAT = 30.0
+STALE_AFTER = 600.0
+HOST = socket.gethostname()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def read_owner(path: Path) -> dict | None:
+    """The owner recorded in a lock file; {} if unreadable; None if there is no lock."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    try:
+        owner = json.loads(text)
+    except ValueError:
+        return {}  # a lock cut short while being written
+    return owner if isinstance(owner, dict) else {}
+
+
+def is_stale(path: Path, owner: dict, now: float | None = None) -> bool:
+    """Dead owner on this host, or no heartbeat for STALE_AFTER seconds."""
+    try:
+        age = (time.time() if now is None else now) - path.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    if age > STALE_AFTER:
+        return True
+    if owner.get("host") == HOST and isinstance(owner.get("pid"), int):
+        return not pid_alive(owner["pid"])
+    return False
+
+
+class JobLocks:
+    """The locks this process holds in one directory; a context manager runs the heartbeat."""
+
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory)
+        self.held: dict[str, str] = {}  # name -> token
+        self._mutex = threading.Lock()
+        self._quit = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def path(self, name: str) -> Path:
+        return self.dir / f"{name}.lock"
+
+    def acquire(self, name: str) -> bool:
+        """Take the lock for `name`; False if a live owner holds it. Breaks a stale lock.
+
+        OSError if the lock file cannot be created (an unwritable or full directory)."""
+        for _ in range(3):
+            if self._create(name):
+                return True
+            path = self.path(name)
+            owner = read_owner(path)
+            if owner is None:
+                continue  # released meanwhile: try again
+            if not is_stale(path, owner) or not self._break(path, owner):
+                return False
+        return False
+
+    def _create(self, name: str) -> bool:
+        token = uuid.uuid4().hex
+        owner = {"host": HOST, "pid": os.getpid(), "token": token, "since": time.time()}
+        try:
+            fd = os.open(self.path(name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            os.write(fd, json.dumps(owner).encode())
+        except OSError:  # e.g. a full disk: leave no empty lock behind
+            os.close(fd)
+            self.path(name).unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        with self._mutex:
+            self.held[name] = token
+        return True
+
+    def _break(self, path: Path, owner: dict) -> bool:
+        """Remove a stale lock, unless another process replaced it since it was judged."""
+        aside = path.with_name(f"{path.name}.{uuid.uuid4().hex}.broken")
+        try:
+            os.rename(path, aside)
+        except FileNotFoundError:
+            return True  # someone else broke it; O_EXCL decides who takes it next
+        moved = read_owner(aside)
+        if moved == owner:
+            aside.unlink(missing_ok=True)
+            return True
+        # A fresh lock was taken between judging and renaming: put it back if the slot is
+        # still free; either way leave the job to that owner.
+        with contextlib.suppress(OSError):
+            os.link(aside, path)
+        aside.unlink(missing_ok=True)
+        return False
+
+    def release(self, name: str) -> None:
+        """Remove our lock; never raises (on a disk gone read-only it stays, and is stale)."""
+        with self._mutex:
+            token = self.held.pop(name, None)
+        if token is not None and (read_owner(self.path(name)) or {}).get("token") == token:
+            with contextlib.suppress(OSError):
+                self.path(name).unlink(missing_ok=True)
+
+    def holder(self, name: str) -> dict | None:
+        """The live owner of `name`'s lock, None if free or stale."""
+        path = self.path(name)
+        owner = read_owner(path)
+        if owner is None or is_stale(path, owner):
+            return None
+        return owner
+
+    def _heartbeat(self) -> None:
+        while not self._quit.wait(HEARTBEAT):
+            with self._mutex:
+                names = list(self.held)
+            for name in names:
+                with contextlib.suppress(OSError):
+                    os.utime(self.path(name))
+
+    def __enter__(self) -> JobLocks:
+        self._beat = threading.Thread(target=self._heartbeat, name="sweep-lock-heartbeat",
+                                      daemon=True)
+        self._beat.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._quit.set()
+        for name in list(self.held):
+            self.release(name)

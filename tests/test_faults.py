@@ -1,0 +1,242 @@
+"""Faults a long sweep meets: damaged parts, unwritable or full disks, blow-ups, failed jobs.
+
+Every fault must end in one clear line and the documented exit code, leave no temp file, and
+keep every finished result whole; the next run must complete to the very dataset an
+undisturbed run writes. Tests run as root in CI, where chmod does not stop writes, so a
+read-only or full disk is simulated by making the writing call fail with EROFS / ENOSPC.
+"""
+
+import errno
+import pathlib
+import shutil
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+from typer.testing import CliRunner
+
+from sweep import config, runner
+from sweep.cli import app
+from sweep.grid import expand
+from sweep.locks import JobLocks
+from sweep.store import Store
+
+CFG = {
+    "name": "faults",
+    "model": {"attention": "softmax", "d": 3, "n": 5},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
+    "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
+}
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def values(path):
+    """A results file without what legitimately differs between runs (times, command)."""
+    with xr.open_dataset(path) as ds:
+        ds = ds.drop_vars("wall_seconds").load()
+    ds.attrs.pop("history")
+    return ds
+
+
+def one_clean_line(result, code):
+    """The command failed with `code`, through the CLI's own message, not a traceback."""
+    assert result.exit_code == code, result.output
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "Traceback" not in result.output
+    return lines[-1]
+
+
+def temp_files(folder):
+    return sorted(p.name for p in pathlib.Path(folder).rglob("*.tmp"))
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """The dataset of an undisturbed run, to compare every recovery with."""
+    folder = tmp_path_factory.mktemp("straight")
+    path = folder / "c.yaml"
+    path.write_text(yaml.safe_dump(CFG))
+    assert invoke("run", path, "--out", folder / "res.nc").exit_code == 0
+    return values(folder / "res.nc")
+
+
+@pytest.fixture
+def setup(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(CFG))
+    cfg = config.load(path)
+    return path, tmp_path / "res.nc", Store(tmp_path / "res.nc", cfg.hash), expand(cfg)
+
+
+def assert_parts_whole(store, jobs):
+    for job in jobs:
+        store.read(job)  # raises StoreError on a damaged part
+    assert not temp_files(store.dir)
+
+
+# ---------------------------------------------------------------- damaged and foreign parts
+
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def foreign(path, other):
+    shutil.copyfile(other, path)
+
+
+def wrong_shape(path, other):
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["observables"] = arrays["observables"][:-1]
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+@pytest.mark.parametrize("damage,word", [
+    (lambda p, o: truncate(p), "damaged"),
+    (lambda p, o: p.write_bytes(b""), "damaged"),
+    (lambda p, o: p.write_bytes(b"PK\x03\x04 not really a zip"), "damaged"),
+    (foreign, "foreign"),
+    (wrong_shape, "observables of shape"),
+], ids=["truncated", "empty", "garbage", "foreign", "wrong-shape"])
+def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, word):
+    path, out, store, jobs = setup
+    assert invoke("run", path, "--out", out).exit_code == 0
+    damage(store.path(jobs[2]), store.path(jobs[4]))
+    line = one_clean_line(invoke("merge", path, "--out", out), 1)
+    assert store.path(jobs[2]).name in line and word in line
+    rerun = invoke("run", path, "--out", out)
+    assert rerun.exit_code == 0, rerun.output
+    assert "recomputing" in rerun.output and "1 job(s) run" in rerun.output
+    xr.testing.assert_identical(values(out), straight)
+
+
+def test_merge_counts_every_bad_part(setup):
+    path, out, store, jobs = setup
+    invoke("run", path, "--out", out)
+    for job in jobs[:3]:
+        truncate(store.path(job))
+    line = one_clean_line(invoke("merge", path, "--out", out), 1)
+    assert "3 damaged or foreign part(s)" in line and "sweep run" in line
+
+
+# ---------------------------------------------------------------- unwritable and full disks
+
+def fail_with(code):
+    def raiser(*args, **kwargs):
+        raise OSError(code, __import__("os").strerror(code))
+    return raiser
+
+
+def test_read_only_output_is_refused_before_any_job_runs(setup, monkeypatch):
+    path, out, store, jobs = setup
+    computed = []
+    monkeypatch.setattr(pathlib.Path, "write_bytes", fail_with(errno.EROFS))
+    monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
+    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    assert "Read-only file system" in line and "res.parts" in line
+    assert not computed and not temp_files(out.parent)
+
+
+def test_disk_full_mid_run_stops_and_keeps_whole_parts(setup, straight, monkeypatch):
+    path, out, store, jobs = setup
+    real, calls = np.savez, []
+
+    def savez_until_full(f, **arrays):
+        calls.append(1)
+        if len(calls) > 2:
+            f.write(b"PK\x03\x04partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(f, **arrays)
+
+    monkeypatch.setattr(np, "savez", savez_until_full)
+    line = one_clean_line(invoke("run", path, "--out", out, "--workers", 1), 1)
+    assert "No space left on device" in line and "res.parts" in line
+    assert sum(store.done(j) for j in jobs) == 2 and not out.exists()
+    assert_parts_whole(store, jobs)
+    monkeypatch.setattr(np, "savez", real)
+    assert invoke("run", path, "--out", out).exit_code == 0
+    xr.testing.assert_identical(values(out), straight)
+
+
+def test_disk_full_while_writing_the_dataset(setup, straight, monkeypatch):
+    path, out, store, jobs = setup
+
+    def half_then_full(self, target, **kwargs):
+        pathlib.Path(target).write_text("CDF partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(xr.Dataset, "to_netcdf", half_then_full)
+        line = one_clean_line(invoke("run", path, "--out", out), 1)
+    assert "res.nc: cannot write results (No space left on device)" in line
+    assert not out.exists() and not temp_files(out.parent)
+    assert_parts_whole(store, jobs)
+    assert invoke("merge", path, "--out", out).exit_code == 0
+    xr.testing.assert_identical(values(out), straight)
+
+
+def test_no_room_for_lock_files(setup, monkeypatch):
+    path, out, store, jobs = setup
+    monkeypatch.setattr(JobLocks, "_create", fail_with(errno.ENOSPC))
+    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    assert "cannot create a lock file (No space left on device)" in line
+    assert not any(store.done(j) for j in jobs) and not temp_files(out.parent)
+
+
+def test_output_that_is_a_directory(setup, monkeypatch):
+    path, out, store, jobs = setup
+    out.mkdir()
+    computed = []
+    monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
+    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    assert "is a directory" in line and not computed
+
+
+# ---------------------------------------------------------------- jobs that blow up or fail
+
+def test_blow_up_job_is_a_result_and_leaves_the_others_intact(tmp_path):
+    cfg = {**CFG, "model": {"attention": "unnormalized", "d": 3, "n": 5},
+           "grid": {"beta": [1.0, 800.0, 2.0], "seed": [0, 1]}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    result = invoke("run", path, "--out", tmp_path / "all.nc")
+    assert result.exit_code == 0, result.output
+    assert "non-finite values (status 1)" in result.output and "overflows" in result.output
+    ds = values(tmp_path / "all.nc")
+    np.testing.assert_array_equal(ds.status, [[0, 0], [1, 1], [0, 0]])
+    assert np.isnan(ds.order_parameter.sel(beta=800.0).isel(time=-1)).all()
+    clean = tmp_path / "clean.nc"
+    invoke("run", path, "--out", clean, "--set", "grid.beta=[1.0, 2.0]")
+    xr.testing.assert_identical(ds.sel(beta=[1.0, 2.0]).drop_attrs(),
+                                values(clean).drop_attrs())
+
+
+def test_failed_job_is_recorded_and_the_sweep_goes_on(setup, straight, monkeypatch):
+    path, out, store, jobs = setup
+    real = runner.simulate
+
+    def fragile(job, *args):
+        if job.index == 3:
+            raise RuntimeError("singular matrix")
+        return real(job, *args)
+
+    monkeypatch.setattr(runner, "simulate", fragile)
+    result = invoke("run", path, "--out", out)
+    assert result.exit_code == 1
+    assert "job 3" in result.output and "RuntimeError: singular matrix" in result.output
+    ds = values(out)
+    assert int(ds.status.values.ravel()[3]) == 2
+    others = np.arange(6) != 3
+    flat = ds.order_parameter.values.reshape(6, -1)
+    np.testing.assert_array_equal(flat[others],
+                                  straight.order_parameter.values.reshape(6, -1)[others])
+    monkeypatch.setattr(runner, "simulate", real)
+    assert invoke("run", path, "--out", out).exit_code == 0  # a failed job is retried
+    xr.testing.assert_identical(values(out), straight)

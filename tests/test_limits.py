@@ -1,0 +1,138 @@
+"""Limits checked before a sweep starts: memory, and step sizes against their beta."""
+
+import numpy as np
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from helpers import run_kernel
+from sweep import cli, config, resources, stability
+from sweep.cli import app
+from sweep.grid import expand
+
+GiB = 2**30
+
+
+def jobs_of(**sections):
+    raw = {"name": "m", **sections}
+    return expand(config.from_dict(raw))
+
+
+def plan(tmp_path, raw, *extra):
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"name": "m", **raw}))
+    return CliRunner().invoke(app, ["plan", str(path), *extra])
+
+
+# ---------------------------------------------------------------- memory
+
+def test_need_grows_linearly_in_n_and_with_trajectories():
+    small = resources.need(jobs_of(model={"n": 1000}), "none", 1)
+    large = resources.need(jobs_of(model={"n": 4000}), "none", 1)
+    assert large.per_job / small.per_job == pytest.approx(4, rel=0.05)  # O(n d), not O(n^2)
+    traj = resources.need(jobs_of(model={"n": 1000}, integrate={"t_max": 100.0}),
+                          "trajectory", 1)
+    saves = 201
+    assert traj.per_job >= saves * 1000 * 3 * 8
+    assert traj.merged >= 2 * saves * 1000 * 3 * 8
+
+
+def test_merged_dataset_counts_every_job():
+    jobs = jobs_of(grid={"beta": {"linspace": [0, 1, 50]}, "seed": {"range": [0, 20]}})
+    need = resources.need(jobs, "none", 4)
+    series = 1000 * jobs[0].integrate.n_saves * 8 * 8
+    assert need.merged >= 3 * series and need.workers == 4
+    assert resources.need(jobs, "none", 4, merged=False).merged == 0
+
+
+@pytest.mark.parametrize("raw,key", [
+    ({"model": {"n": 200_000_000}}, "model.n"),
+    ({"model": {"d": 100_000_000, "n": 2}}, "model.d"),
+    ({"model": {"n": 20000}, "integrate": {"t_max": 5000.0},
+      "output": {"positions": "trajectory"}}, "output.positions"),
+    ({"integrate": {"t_max": 20000.0}, "grid": {"seed": {"range": [0, 2000]}}}, "grid"),
+])
+def test_plan_refuses_what_cannot_fit_and_names_the_key(tmp_path, monkeypatch, raw, key):
+    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    result = plan(tmp_path, raw)
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert line.startswith(f"error: {key}: this sweep needs about") and "\n" not in line
+    assert "2 GiB available" in line
+
+
+def test_run_lowers_the_worker_count_to_what_fits(tmp_path, monkeypatch):
+    jobs = jobs_of(model={"n": 4000}, grid={"seed": {"range": [0, 8]}})
+    need = resources.need(jobs, "none", 8)
+    monkeypatch.setattr(resources, "available_memory", lambda: int(2.5 * need.per_job))
+    monkeypatch.setattr(cli, "default_workers", lambda: 8)
+    result = plan(tmp_path, {"model": {"n": 4000}, "grid": {"seed": {"range": [0, 8]}}})
+    assert result.exit_code == 0
+    assert "at most 2 job(s) fit at once" in result.output
+    assert resources.workers_that_fit(need, int(2.5 * need.per_job)) == 2
+    assert resources.workers_that_fit(need, 1) == 1
+
+
+def test_available_memory_is_a_positive_count_on_linux():
+    available = resources.available_memory()
+    assert available is None or available > 0
+
+
+# ---------------------------------------------------------------- step size and overflow
+
+def spread(x):
+    """1 - min pairwise cosine."""
+    return 1.0 - (x @ x.T).min()
+
+
+@pytest.mark.parametrize("attention,beta,method", [("unnormalized", 3.0, "euler"),
+                                                   ("unnormalized", 3.0, "rk4"),
+                                                   ("softmax", 3.0, "euler")])
+def test_the_reported_stable_step_is_where_convergence_stops(attention, beta, method):
+    rng = np.random.default_rng(0)
+    x0 = np.array([0.0, 0.0, 1.0]) + 0.01 * rng.standard_normal((5, 3))
+    x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
+    limit = stability.stable_dt(attention, beta, method)
+    outcome = {}
+    for factor in (0.8, 1.2):
+        status, _, x, _ = run_kernel(x0, attention, beta, method, dt=factor * limit,
+                                     stride=30, n_saves=2)
+        assert status == 0
+        outcome[factor] = spread(x)
+    assert outcome[0.8] < 0.1 * spread(x0) < spread(x0) < outcome[1.2]
+
+
+def test_usa_stable_step_shrinks_like_exp_minus_beta():
+    assert stability.stable_dt("unnormalized", 0.0, "euler") == pytest.approx(2.0)
+    assert stability.stable_dt("unnormalized", 5.0, "euler") == pytest.approx(2 * np.exp(-5))
+    assert stability.stable_dt("softmax", 50.0, "rk4") == pytest.approx(2.785)
+
+
+def test_plan_warns_with_the_stable_step_and_keeps_dt(tmp_path):
+    raw = {"model": {"attention": "unnormalized"}, "integrate": {"dt": 0.1},
+           "grid": {"beta": [1.0, 4.0, 6.0]}}
+    result = plan(tmp_path, raw)
+    assert result.exit_code == 0
+    limit = stability.stable_dt("unnormalized", 6.0, "euler")
+    assert f"dt < {limit:.3g}" in result.output and "[2 job(s), beta 4 to 6]" in result.output
+    assert all(j.integrate.dt == 0.1 for j in jobs_of(**raw))  # never rescaled
+
+
+def test_overflowing_beta_is_announced_as_a_status_1_result(tmp_path):
+    result = plan(tmp_path, {"model": {"attention": "unnormalized", "beta": 800.0}})
+    assert result.exit_code == 0
+    assert "overflows float64 for beta > 709.8" in result.output
+    soft = plan(tmp_path, {"model": {"attention": "softmax", "beta": 1000.0, "n": 8}})
+    assert "overflows" in soft.output and "status 1" not in soft.output  # dynamics finite
+    assert "the energy E_beta overflows float64 for beta > 705.6" in soft.output
+    quiet = plan(tmp_path, {"model": {"attention": "softmax", "beta": 700.0, "n": 8}})
+    assert "warning" not in quiet.output  # softmax subtracts the row maximum
+
+
+def test_energy_warning_marks_exactly_the_jobs_whose_energy_is_inf():
+    x0 = np.array([[0.0, 0.0, 1.0]] * 8)  # collapsed: every exponent is beta
+    for beta in (700.0, 710.0):
+        _, obs, _, _ = run_kernel(x0, "softmax", beta, n_saves=1)
+        model = jobs_of(model={"beta": beta, "n": 8})[0]
+        warned = bool(stability.job_hint(model.model, model.integrate))
+        assert warned == (not np.isfinite(obs[0, 6]))

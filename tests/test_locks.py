@@ -1,0 +1,171 @@
+"""Per-job lock files: one owner at a time, released on exit, broken only when stale."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from sweep import config, locks, runner
+from sweep.grid import expand
+from sweep.locks import JobLocks
+from sweep.simulate import simulate
+from sweep.store import Store
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def plant(path, host, pid, age=0.0):
+    """A lock file as another process would leave it, `age` seconds old."""
+    path.write_text(json.dumps({"host": host, "pid": pid, "token": "other", "since": 0}))
+    then = time.time() - age
+    os.utime(path, (then, then))
+
+
+def test_one_owner_at_a_time_and_release(tmp_path):
+    a, b = JobLocks(tmp_path), JobLocks(tmp_path)
+    assert a.acquire("job")
+    assert not b.acquire("job")  # a live owner (this very process) holds it
+    owner = json.loads((tmp_path / "job.lock").read_text())
+    assert owner["host"] == locks.HOST and owner["pid"] == os.getpid()
+    a.release("job")
+    assert not (tmp_path / "job.lock").exists()
+    assert b.acquire("job")
+
+
+def test_release_never_removes_a_lock_taken_over_by_another(tmp_path):
+    a = JobLocks(tmp_path)
+    assert a.acquire("job")
+    plant(tmp_path / "job.lock", "elsewhere", 1)  # e.g. broken as stale and retaken
+    a.release("job")
+    assert json.loads((tmp_path / "job.lock").read_text())["host"] == "elsewhere"
+
+
+def test_dead_owner_on_this_host_is_broken(tmp_path):
+    plant(tmp_path / "job.lock", locks.HOST, dead_pid())
+    ours = JobLocks(tmp_path)
+    assert ours.holder("job") is None
+    assert ours.acquire("job")
+    assert json.loads((tmp_path / "job.lock").read_text())["pid"] == os.getpid()
+    assert not list(tmp_path.glob("*.broken"))
+
+
+def test_other_host_is_trusted_until_its_heartbeat_stops(tmp_path):
+    plant(tmp_path / "fresh.lock", "node-17", 4242, age=10.0)
+    plant(tmp_path / "old.lock", "node-17", 4242, age=locks.STALE_AFTER + 60)
+    ours = JobLocks(tmp_path)
+    assert ours.holder("fresh")["host"] == "node-17"
+    assert not ours.acquire("fresh")
+    assert ours.acquire("old")
+
+
+def test_unreadable_lock_is_trusted_while_fresh(tmp_path):
+    (tmp_path / "job.lock").write_text("{half-writ")
+    assert not JobLocks(tmp_path).acquire("job")
+
+
+def test_heartbeat_keeps_held_locks_fresh_and_exit_releases(tmp_path, monkeypatch):
+    monkeypatch.setattr(locks, "HEARTBEAT", 0.05)
+    with JobLocks(tmp_path) as held:
+        assert held.acquire("job")
+        past = time.time() - 1000
+        os.utime(tmp_path / "job.lock", (past, past))
+        deadline = time.time() + 30
+        while (tmp_path / "job.lock").stat().st_mtime < past + 500 and time.time() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "job.lock").stat().st_mtime > past + 500
+    assert not (tmp_path / "job.lock").exists()
+
+
+def test_a_killed_owner_leaves_a_lock_that_the_next_run_breaks(tmp_path):
+    code = ("import sys, time; from sweep.locks import JobLocks; "
+            "JobLocks(sys.argv[1]).acquire('job'); print('held', flush=True); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "held"
+    assert not JobLocks(tmp_path).acquire("job")  # alive: respected
+    proc.kill()
+    proc.wait()
+    assert JobLocks(tmp_path).acquire("job")  # dead: broken
+
+
+# ---------------------------------------------------------------- the runner under locks
+
+def small_sweep(tmp_path):
+    cfg = config.from_dict({"name": "l", "model": {"n": 4},
+                            "integrate": {"t_max": 1.0, "save_every": 0.5},
+                            "grid": {"beta": [0.0, 1.0, 2.0, 3.0]}})
+    return expand(cfg), Store(tmp_path / "l.nc", cfg.hash)
+
+
+def run_in_background(jobs, store):
+    notices, box = [], {}
+    hooks = runner.Hooks(notice=notices.append)
+    thread = threading.Thread(target=lambda: box.update(report=runner.run(jobs, store,
+                                                                          hooks=hooks)))
+    thread.start()
+    return thread, notices, box
+
+
+@pytest.mark.parametrize("other_finishes", [True, False],
+                         ids=["other-run-finishes", "other-run-gives-up"])
+def test_runner_waits_for_a_job_another_run_holds(tmp_path, monkeypatch, other_finishes):
+    monkeypatch.setattr(runner, "WAIT_POLL", 0.05)
+    jobs, store = small_sweep(tmp_path)
+    store.dir.mkdir(parents=True)
+    held = store.dir / f"{jobs[1].id}.lock"
+    plant(held, locks.HOST, os.getpid())  # alive, and not this JobLocks' token
+    thread, notices, box = run_in_background(jobs, store)
+    deadline = time.time() + 60
+    while not notices and time.time() < deadline:
+        time.sleep(0.02)
+    assert len(notices) == 1
+    assert notices[0].startswith(f"1 job(s) are being computed by another run ({locks.HOST} "
+                                 f"pid {os.getpid()}); waiting for them")
+    assert thread.is_alive() and not store.done(jobs[1])
+    if other_finishes:
+        store.write(jobs[1], simulate(jobs[1]))
+    held.unlink()
+    thread.join(60)
+    report = box["report"]
+    assert (report.completed, report.elsewhere) == ((3, 1) if other_finishes else (4, 0))
+    assert all(store.done(j) for j in jobs) and not list(store.dir.glob("*.lock"))
+
+
+def test_runner_breaks_the_lock_of_a_dead_run(tmp_path):
+    jobs, store = small_sweep(tmp_path)
+    store.dir.mkdir(parents=True)
+    plant(store.dir / f"{jobs[2].id}.lock", locks.HOST, dead_pid())
+    report = runner.run(jobs, store)
+    assert report.completed == 4 and all(store.done(j) for j in jobs)
+    assert not list(store.dir.glob("*.lock"))
+
+
+def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
+    def full(fd, data):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(locks.os, "write", full)
+        with pytest.raises(OSError):
+            JobLocks(tmp_path).acquire("job")
+    assert not (tmp_path / "job.lock").exists()
+
+
+def test_release_on_a_disk_gone_read_only_does_not_raise(tmp_path, monkeypatch):
+    held = JobLocks(tmp_path)
+    assert held.acquire("job")
+
+    def read_only(self, missing_ok=False):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(type(tmp_path), "unlink", read_only)
+    held.release("job")
+    assert not held.held
