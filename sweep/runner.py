@@ -1,6 +1,8 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
-Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread.
+Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread,
+except "blocked" jobs (simulate.strategy: large n), which run one at a time after the others,
+each with all the threads.
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sweep.grid import Job
-from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up
+from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
 from sweep.store import Store
 
 
@@ -66,15 +68,16 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
     report = RunReport(total=len(jobs), skipped=len(jobs) - len(todo))
     hooks.start(len(todo), report.skipped)
     if todo:
-        warm_up({j.integrate.dtype for j in todo})
+        warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
+    width = workers or default_workers()
 
     def one(job: Job) -> str:
         if stop[0]:
             return "cancelled"
         t = time.perf_counter()
         try:
-            result = simulate(job, positions, stop)
+            result = simulate(job, positions, stop, threads=width)
         except Stopped:
             return "cancelled"
         except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
@@ -83,8 +86,11 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         store.write(job, result)
         return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
-    with ThreadPoolExecutor(max_workers=workers or default_workers()) as pool:
-        futures = {pool.submit(one, job): job for job in todo}
+    wide = [j for j in todo if strategy(j) == "blocked"]
+    with ThreadPoolExecutor(max_workers=width) as pool, ThreadPoolExecutor(1) as solo:
+        futures = {pool.submit(one, job): job for job in todo if strategy(job) != "blocked"}
+        narrow = list(futures)
+        futures.update({solo.submit(_after, narrow, one, job): job for job in wide})
         try:
             _collect(futures, report, hooks)
         except KeyboardInterrupt:
@@ -96,6 +102,12 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _after(earlier: list, one: Callable[[Job], str], job: Job) -> str:
+    """Run job once the earlier futures are done, so its threads have the machine."""
+    wait(earlier)
+    return one(job)
 
 
 def _collect(futures: dict, report: RunReport, hooks: Hooks) -> None:

@@ -96,6 +96,15 @@ def observe(x, dyn, eps, out, g, w, parent):
                     parent[max(a, b)] = min(a, b)
         attention_row(x, i, dyn, w)
         h_sum += entropy_row(w)
+    pair_columns(x, cos_sum, cos_min, close, parent, out)
+    out[6] = e_sum / (2.0 * n * n * (beta if beta > 0.0 else 1.0))
+    out[7] = h_sum / n
+
+
+@jit
+def pair_columns(x, cos_sum, cos_min, close, parent, out):
+    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs."""
+    n = x.shape[0]
     pairs = n * (n - 1)
     out[0] = order_parameter(x)
     out[1] = cos_sum / pairs if pairs > 0 else np.nan
@@ -103,8 +112,6 @@ def observe(x, dyn, eps, out, g, w, parent):
     out[3] = close / pairs if pairs > 0 else np.nan
     out[4], out[5] = _clusters(parent)
     out[5] /= n
-    out[6] = e_sum / (2.0 * n * n * (beta if beta > 0.0 else 1.0))
-    out[7] = h_sum / n
 
 
 @jit

@@ -1,0 +1,120 @@
+"""Fast path for one large system: the two n x n x d products go to BLAS, the rest in parallel.
+
+Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one head):
+  G = x x^T              BLAS (NumPy calls syrk for a @ a.T: n^2 d flops, not 2 n^2 d)
+  W = exp(beta (G - c))  in place, row tiles in parallel, exp vectorised; z_i = sum_j W_ij
+  V = W x                BLAS gemm
+  f_i = P_{x_i}(V_i / z_i)   (softmax; V_i / n unnormalized)
+The time loop runs in Python: at n >= 256 one step costs milliseconds, so the call overhead
+is noise. BLAS and the Numba kernels run one after the other, so the two thread pools never
+compete; the runner runs such jobs one at a time (one level of parallelism).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from sweep.kernels._jit import jit_fast, jit_parallel
+from sweep.kernels.drive import NONFINITE, OK, STOPPED
+from sweep.kernels.expfast import exp_inplace
+from sweep.kernels.gramobs import observe_gram_parallel
+from sweep.kernels.integrators import EULER
+from sweep.kernels.sphere import all_finite, axpy, normalize_rows
+
+
+@jit_parallel
+def exp_rows(gram, beta, c, z, a, t):
+    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums; a, t: [tiles, n] float64."""
+    n, tiles = gram.shape[0], a.shape[0]
+    for b in prange(tiles):
+        ab, tb = a[b], t[b]
+        for i in range(b * n // tiles, (b + 1) * n // tiles):
+            row = gram[i]
+            for j in range(n):
+                ab[j] = beta * (row[j] - c)
+            exp_inplace(ab, tb)
+            zi = 0.0
+            for j in range(n):
+                row[j] = ab[j]
+                zi += ab[j]
+            z[i] = zi
+
+
+@jit_fast
+def finish_velocity(x, v, z, softmax, out):
+    """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n."""
+    n, d = x.shape
+    for i in range(n):
+        s = 1.0 / z[i] if softmax else 1.0 / n
+        dot = 0.0
+        for k in range(d):
+            out[i, k] = v[i, k] * s
+            dot += out[i, k] * x[i, k]
+        for k in range(d):
+            out[i, k] -= dot * x[i, k]
+
+
+class Blocked:
+    """Work arrays for one system x: [n, d], allocated once per job, reused every step."""
+
+    def __init__(self, x: np.ndarray, beta: float, softmax: bool, tiles: int):
+        n, d = x.shape
+        self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
+        self.gram = np.empty((n, n), dtype=x.dtype)
+        self.v = np.empty((n, d), dtype=x.dtype)
+        self.ws = np.empty((5, n, d), dtype=x.dtype)
+        self.z = np.empty(n)
+        self.a, self.t = np.empty((tiles, n)), np.empty((tiles, n))
+
+    def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
+        np.matmul(x, x.T, out=self.gram)
+        exp_rows(self.gram, self.beta, self.c, self.z, self.a, self.t)
+        np.matmul(self.gram, x, out=self.v)
+        finish_velocity(x, self.v, self.z, self.softmax, out)
+
+    def step(self, x: np.ndarray, method: int, dt: float) -> None:
+        """One euler or rk4 step of x in place, then renormalisation (as integrators.py)."""
+        k1, k2, k3, k4, y = self.ws
+        self.velocity(x, k1)
+        if method == EULER:
+            axpy(x, x, dt, k1)
+        else:
+            for k_in, k_out, h in ((k1, k2, 0.5 * dt), (k2, k3, 0.5 * dt), (k3, k4, dt)):
+                axpy(y, x, h, k_in)
+                self.velocity(y, k_out)
+            rk4_combine(x, dt, k1, k2, k3, k4)
+        normalize_rows(x)
+
+
+@jit_fast
+def rk4_combine(x, dt, k1, k2, k3, k4):
+    h = dt / 6.0
+    n, d = x.shape
+    for i in range(n):
+        for k in range(d):
+            x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
+
+
+def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
+                      tiles=2):
+    """drive.integrate for one large system; same arguments and results, plus `tiles`, the
+    number of row tiles handed to the parallel loops (the threads the caller can give).
+    """
+    n = x.shape[0]
+    work = Blocked(x, beta, softmax, tiles)
+    rows, parent = np.empty((n, 4)), np.empty(n, dtype=np.int64)
+    for s in range(obs.shape[0]):
+        if s > 0:
+            for _ in range(save_stride):
+                work.step(x, method, dt)
+        if not all_finite(x):
+            return NONFINITE, s
+        np.matmul(x, x.T, out=work.gram)
+        observe_gram_parallel(x, work.gram, work.beta, work.c, eps, obs[s],
+                              rows, parent, work.a, work.t)
+        if traj.shape[0] > 0:
+            traj[s] = x
+        if stop[0] != 0:
+            return STOPPED, s + 1
+    return OK, obs.shape[0]
