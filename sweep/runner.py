@@ -1,8 +1,9 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
-Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread,
-except "blocked" jobs (simulate.strategy: large n), which run one at a time after the others,
-each with all the threads.
+Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread.
+BLAS, which the large-n kernels call, is held to one thread: its results change in the last
+bit with its thread count (so a run would depend on --workers), and on a shared machine its
+spinning threads stalled (benchmarks/run.py, README "Performance").
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 
@@ -15,9 +16,10 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sweep.grid import Job
-from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
+from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up_jobs
 from sweep.store import Store
 
 
@@ -77,7 +79,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             return "cancelled"
         t = time.perf_counter()
         try:
-            result = simulate(job, positions, stop, threads=width)
+            result = simulate(job, positions, stop)
         except Stopped:
             return "cancelled"
         except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
@@ -86,11 +88,9 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         store.write(job, result)
         return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
-    wide = [j for j in todo if strategy(j) == "blocked"]
-    with ThreadPoolExecutor(max_workers=width) as pool, ThreadPoolExecutor(1) as solo:
-        futures = {pool.submit(one, job): job for job in todo if strategy(job) != "blocked"}
-        narrow = list(futures)
-        futures.update({solo.submit(_after, narrow, one, job): job for job in wide})
+    with ThreadPoolExecutor(max_workers=width) as pool, \
+            threadpool_limits(1, user_api="blas"):
+        futures = {pool.submit(one, job): job for job in todo}
         try:
             _collect(futures, report, hooks)
         except KeyboardInterrupt:
@@ -102,12 +102,6 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def _after(earlier: list, one: Callable[[Job], str], job: Job) -> str:
-    """Run job once the earlier futures are done, so its threads have the machine."""
-    wait(earlier)
-    return one(job)
 
 
 def _collect(futures: dict, report: RunReport, hooks: Hooks) -> None:

@@ -52,12 +52,8 @@ def initial_state(job: Job) -> np.ndarray:
     return states.draw(job.init, job.model.n, job.model.d, start_rng(job))
 
 
-def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
-             threads: int = 1) -> JobResult:
-    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
-
-    threads: how many threads a "blocked" job (see `strategy`) may split its rows over.
-    """
+def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) -> JobResult:
+    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag."""
     t0 = time.perf_counter()
     integ, model = job.integrate, job.model
     x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
@@ -65,7 +61,7 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
     n_traj = integ.n_saves if positions == "trajectory" else 0
     traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    status, _ = _integrate(job, x, obs, traj, flag, threads)
+    status, _ = _integrate(job, x, obs, traj, flag)
     if status == STOPPED:
         raise Stopped(job.id)
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
@@ -78,8 +74,8 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
 # most ~dt^2, so beta (<y_i, y_j> - 1) <= beta dt^2), where the result is exactly the model's.
 FAST_SOFTMAX_MAX_BETA_DT2 = 500.0
 FAST_UNNORMALIZED_MAX_BETA = 300.0
-# From n = 256 one step is dominated by two n x n x d products: BLAS plus parallel row tiles
-# beat the serial kernel there (benchmarks/run.py, both strategies side by side).
+# From n = 256 one step is dominated by two n x n x d products, where BLAS beats the serial
+# kernel's loops (benchmarks/run.py times both strategies side by side).
 BLOCKED_MIN_N = 256
 
 
@@ -94,14 +90,14 @@ def _use_fast_path(job: Job) -> bool:
 
 
 def strategy(job: Job) -> str:
-    """general (drive.py), rows (fast.py: one serial call) or blocked (blocked.py: BLAS and
-    parallel row tiles; the runner gives such a job all its threads, one job at a time)."""
+    """general (drive.py), rows (fast.py: one serial compiled call) or blocked (blocked.py:
+    BLAS for the two n x n x d products)."""
     if not _use_fast_path(job):
         return "general"
     return "blocked" if job.model.n >= BLOCKED_MIN_N else "rows"
 
 
-def _integrate(job: Job, x, obs, traj, flag, threads: int):
+def _integrate(job: Job, x, obs, traj, flag):
     model, integ = job.model, job.integrate
     common = (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
               float(integ.cluster_eps), obs, traj, flag)
@@ -109,8 +105,7 @@ def _integrate(job: Job, x, obs, traj, flag, threads: int):
     if how == "general":
         return integrate(x, dynamics(model.attention, model.beta), *common)
     kernel = integrate_rows if how == "rows" else integrate_blocked
-    extra = {} if how == "rows" else {"tiles": max(1, threads)}
-    return kernel(x, float(model.beta), model.attention == "softmax", *common, **extra)
+    return kernel(x, float(model.beta), model.attention == "softmax", *common)
 
 
 def times(integ) -> np.ndarray:
@@ -141,7 +136,7 @@ def warm_up(dtypes: set[str], strategies: tuple[str, ...] = ("general",)) -> Non
         if "rows" in strategies:
             integrate_rows(x.copy(), 1.0, True, *args)
         if "blocked" in strategies:
-            integrate_blocked(x.copy(), 1.0, True, *args, tiles=1)
+            integrate_blocked(x.copy(), 1.0, True, *args)
 
 
 def warm_up_jobs(jobs: list[Job]) -> None:

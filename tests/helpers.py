@@ -16,3 +16,10 @@ def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n
     status, _ = integrate(x, dynamics(kind, beta), METHOD_CODES[method], dt, stride, eps, obs,
                           traj, np.zeros(1, dtype=np.int64))
     return status, obs, x, traj
+
+
+def assert_matches_reference(obs, x, want_obs, want_x, tol=1e-12):
+    """Final state to tol absolute; observables to tol relative (absolute below 1)."""
+    np.testing.assert_allclose(x, want_x, rtol=0, atol=tol)
+    scale = np.maximum(1.0, np.abs(want_obs))
+    np.testing.assert_array_less(np.abs(obs - want_obs), tol * scale)

@@ -19,4 +19,3 @@ jit = numba.njit(**OPTIONS)
 FAST_OPTIONS = dict(OPTIONS, fastmath={"reassoc", "contract", "nsz", "arcp"})
 
 jit_fast = numba.njit(**FAST_OPTIONS)
-jit_parallel = numba.njit(parallel=True, **FAST_OPTIONS)

@@ -1,44 +1,42 @@
-"""Fast path for one large system: the two n x n x d products go to BLAS, the rest in parallel.
+"""Fast path for one large system: the two n x n x d products go to BLAS.
 
 Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one head):
-  G = x x^T              BLAS (NumPy calls syrk for a @ a.T: n^2 d flops, not 2 n^2 d)
-  W = exp(beta (G - c))  in place, row tiles in parallel, exp vectorised; z_i = sum_j W_ij
+  G = x x^T              BLAS gemm against a transposed copy (measured faster than syrk)
+  W = exp(beta (G - c))  in place, exp vectorised (expfast.py); z_i = sum_j W_ij
   V = W x                BLAS gemm
   f_i = P_{x_i}(V_i / z_i)   (softmax; V_i / n unnormalized)
-The time loop runs in Python: at n >= 256 one step costs milliseconds, so the call overhead
-is noise. BLAS and the Numba kernels run one after the other, so the two thread pools never
-compete; the runner runs such jobs one at a time (one level of parallelism).
+The time loop runs in Python: at n >= 256 one step costs a millisecond or more, so the call
+overhead is noise. Everything here is serial; the runner holds BLAS to one thread (runner.py)
+and runs jobs side by side.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from sweep.kernels._jit import jit_fast, jit_parallel
+from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp_inplace
-from sweep.kernels.gramobs import observe_gram_parallel
+from sweep.kernels.gramobs import observe_gram
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
 
-@jit_parallel
+@jit_fast
 def exp_rows(gram, beta, c, z, a, t):
-    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums; a, t: [tiles, n] float64."""
-    n, tiles = gram.shape[0], a.shape[0]
-    for b in prange(tiles):
-        ab, tb = a[b], t[b]
-        for i in range(b * n // tiles, (b + 1) * n // tiles):
-            row = gram[i]
-            for j in range(n):
-                ab[j] = beta * (row[j] - c)
-            exp_inplace(ab, tb)
-            zi = 0.0
-            for j in range(n):
-                row[j] = ab[j]
-                zi += ab[j]
-            z[i] = zi
+    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums; a, t: [n] float64 scratch
+    (the rows of a float32 gram are exponentiated in float64)."""
+    n = gram.shape[0]
+    for i in range(n):
+        row = gram[i]
+        for j in range(n):
+            a[j] = beta * (row[j] - c)
+        exp_inplace(a, t)
+        zi = 0.0
+        for j in range(n):
+            row[j] = a[j]
+            zi += a[j]
+        z[i] = zi
 
 
 @jit_fast
@@ -58,17 +56,21 @@ def finish_velocity(x, v, z, softmax, out):
 class Blocked:
     """Work arrays for one system x: [n, d], allocated once per job, reused every step."""
 
-    def __init__(self, x: np.ndarray, beta: float, softmax: bool, tiles: int):
+    def __init__(self, x: np.ndarray, beta: float, softmax: bool):
         n, d = x.shape
         self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
         self.gram = np.empty((n, n), dtype=x.dtype)
+        self.xt = np.empty((d, n), dtype=x.dtype)
         self.v = np.empty((n, d), dtype=x.dtype)
         self.ws = np.empty((5, n, d), dtype=x.dtype)
-        self.z = np.empty(n)
-        self.a, self.t = np.empty((tiles, n)), np.empty((tiles, n))
+        self.z, self.a, self.t = np.empty(n), np.empty(n), np.empty(n)
+
+    def form_gram(self, x: np.ndarray) -> None:
+        np.copyto(self.xt, x.T)
+        np.matmul(x, self.xt, out=self.gram)
 
     def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
-        np.matmul(x, x.T, out=self.gram)
+        self.form_gram(x)
         exp_rows(self.gram, self.beta, self.c, self.z, self.a, self.t)
         np.matmul(self.gram, x, out=self.v)
         finish_velocity(x, self.v, self.z, self.softmax, out)
@@ -96,13 +98,10 @@ def rk4_combine(x, dt, k1, k2, k3, k4):
             x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
 
 
-def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
-                      tiles=2):
-    """drive.integrate for one large system; same arguments and results, plus `tiles`, the
-    number of row tiles handed to the parallel loops (the threads the caller can give).
-    """
+def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop):
+    """drive.integrate for one large system, with fast.integrate_rows' arguments and results."""
     n = x.shape[0]
-    work = Blocked(x, beta, softmax, tiles)
+    work = Blocked(x, beta, softmax)
     rows, parent = np.empty((n, 4)), np.empty(n, dtype=np.int64)
     for s in range(obs.shape[0]):
         if s > 0:
@@ -110,9 +109,8 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
                 work.step(x, method, dt)
         if not all_finite(x):
             return NONFINITE, s
-        np.matmul(x, x.T, out=work.gram)
-        observe_gram_parallel(x, work.gram, work.beta, work.c, eps, obs[s],
-                              rows, parent, work.a, work.t)
+        work.form_gram(x)
+        observe_gram(x, work.gram, work.beta, work.c, eps, obs[s], rows, parent, work.a, work.t)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

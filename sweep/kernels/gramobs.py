@@ -5,14 +5,11 @@ libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row maximu
 sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
   energy  E_beta = exp(beta c) sum_ij w_ij / (2 beta n^2)     (sum_ij g_ij / (2 n^2) at beta = 0)
   entropy H_i = -sum_j p_ij log p_ij = log z_i - beta sum_j w_ij (g_ij - c) / z_i,  p = w / z.
-Per-row sums are kept in [n] arrays and added in a fixed order, so results do not depend on
-how rows were split between threads.
 """
 
 import numpy as np
-from numba import prange
 
-from sweep.kernels._jit import jit_fast, jit_parallel
+from sweep.kernels._jit import jit_fast
 from sweep.kernels.expfast import exp_inplace
 from sweep.kernels.observables import _find, pair_columns
 
@@ -83,14 +80,4 @@ def observe_gram(x, gram, beta, c, eps, out, rows, parent, a, t):
     """
     for i in range(x.shape[0]):
         row_stats(gram[i], i, beta, c, a, t, rows)
-    finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
-
-
-@jit_parallel
-def observe_gram_parallel(x, gram, beta, c, eps, out, rows, parent, a, t):
-    """As observe_gram, the rows split into a.shape[0] tiles run in parallel (a, t: [tiles, n])."""
-    n, tiles = x.shape[0], a.shape[0]
-    for b in prange(tiles):
-        for i in range(b * n // tiles, (b + 1) * n // tiles):
-            row_stats(gram[i], i, beta, c, a[b], t[b], rows)
     finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
