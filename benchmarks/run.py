@@ -3,11 +3,12 @@
 For each shape: system-steps per second (median of repeats), GFLOP/s at the nominal 4 n^2 d
 flops per step, the ratio to NumPy's batched step and to a ceiling measured in the same run
 (the machine's own gemm rate, or its vectorised-exp rate, whichever binds).
-Kernel rows (one system per thread, BLAS held to one thread, as `sweep run` runs them):
+Kernel rows, run as `sweep run` runs them (BLAS held to one thread; one system per thread,
+but a single blocked system shares its row tiles over all threads):
   general     the model-zoo path (drive.integrate)
   rows        the serial fast path (fast.py)
-  blocked     BLAS products + serial vectorised passes (blocked.py)
-  blocked-mt  the same with BLAS free to use every core, one system at a time
+  blocked     BLAS products on row tiles + vectorised passes (blocked.py)
+  blocked-mt  blocked without tile threads, BLAS free to use every core instead
 Kernel calls include the observables at their first and last step, as a sweep records them.
 Then a realistic sweep through the CLI and the start-up times. The table is written as JSON
 to benchmarks/results/. Timings on a shared machine are noisy: the load is recorded too.
@@ -74,7 +75,7 @@ def calibrated_rate(make, systems: int, target_s: float, repeats: int) -> float:
     return steps * systems / timed(make(steps), repeats)
 
 
-def kernel_call(kind: str, x: np.ndarray, steps: int) -> None:
+def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:
     """Integrate one system x: [n, d] for `steps` Euler steps, observables at both ends."""
     obs = np.zeros((2, len(OBSERVABLES)))
     args = (METHOD_CODES["euler"], DT, steps, 1e-3, obs, np.zeros((0,) + x.shape, x.dtype),
@@ -84,7 +85,7 @@ def kernel_call(kind: str, x: np.ndarray, steps: int) -> None:
     elif kind == "rows":
         integrate_rows(x, BETA, True, *args)
     else:
-        integrate_blocked(x, BETA, True, *args)
+        integrate_blocked(x, BETA, True, *args, threads=threads)
 
 
 def kernel_maker(kind: str, xs: np.ndarray, threads: int):
@@ -96,8 +97,11 @@ def kernel_maker(kind: str, xs: np.ndarray, threads: int):
                 for x in work:
                     kernel_call("blocked", x, steps)
                 return
-            with ThreadPoolExecutor(threads) as pool, threadpool_limits(1, user_api="blas"):
-                list(pool.map(lambda x: kernel_call(kind, x, steps), work))
+            with threadpool_limits(1, user_api="blas"):
+                if len(work) == 1:
+                    return kernel_call(kind, work[0], steps, threads)
+                with ThreadPoolExecutor(threads) as pool:
+                    list(pool.map(lambda x: kernel_call(kind, x, steps), work))
         return go
     return make
 

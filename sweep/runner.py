@@ -1,9 +1,10 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
-Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread.
-BLAS, which the large-n kernels call, is held to one thread: its results change in the last
-bit with its thread count (so a run would depend on --workers), and on a shared machine its
-spinning threads stalled (benchmarks/run.py, README "Performance").
+Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread;
+"blocked" jobs (simulate.strategy: large n) run after the others, one at a time, sharing
+their row tiles over all the threads. BLAS is held to one thread: its results change in the
+last bit with its thread count (a run would depend on --workers), and on a shared machine
+its spinning threads stalled (benchmarks/run.py, README "Performance").
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sweep.grid import Job
-from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up_jobs
+from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
 from sweep.store import Store
 
 
@@ -79,7 +80,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             return "cancelled"
         t = time.perf_counter()
         try:
-            result = simulate(job, positions, stop)
+            result = simulate(job, positions, stop, threads=width)
         except Stopped:
             return "cancelled"
         except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
@@ -88,9 +89,12 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         store.write(job, result)
         return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
-    with ThreadPoolExecutor(max_workers=width) as pool, \
+    wide = [j for j in todo if strategy(j) == "blocked"]
+    with ThreadPoolExecutor(max_workers=width) as pool, ThreadPoolExecutor(1) as solo, \
             threadpool_limits(1, user_api="blas"):
-        futures = {pool.submit(one, job): job for job in todo}
+        futures = {pool.submit(one, job): job for job in todo if strategy(job) != "blocked"}
+        narrow = list(futures)
+        futures.update({solo.submit(_after, narrow, one, job): job for job in wide})
         try:
             _collect(futures, report, hooks)
         except KeyboardInterrupt:
@@ -102,6 +106,12 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _after(earlier: list, one: Callable[[Job], str], job: Job) -> str:
+    """Run job once the earlier futures are done, so its threads have the machine."""
+    wait(earlier)
+    return one(job)
 
 
 def _collect(futures: dict, report: RunReport, hooks: Hooks) -> None:

@@ -52,8 +52,10 @@ def initial_state(job: Job) -> np.ndarray:
     return states.draw(job.init, job.model.n, job.model.d, start_rng(job))
 
 
-def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) -> JobResult:
-    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag."""
+def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
+             threads: int = 1) -> JobResult:
+    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
+    threads: for a "blocked" job (see strategy), the threads its row tiles may use."""
     t0 = time.perf_counter()
     integ, model = job.integrate, job.model
     x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
@@ -61,7 +63,7 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) 
     n_traj = integ.n_saves if positions == "trajectory" else 0
     traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    status, _ = _integrate(job, x, obs, traj, flag)
+    status, _ = _integrate(job, x, obs, traj, flag, threads)
     if status == STOPPED:
         raise Stopped(job.id)
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
@@ -91,21 +93,24 @@ def _use_fast_path(job: Job) -> bool:
 
 def strategy(job: Job) -> str:
     """general (drive.py), rows (fast.py: one serial compiled call) or blocked (blocked.py:
-    BLAS for the two n x n x d products)."""
+    BLAS for the two n x n x d products, row tiles shared out over threads; the runner runs
+    such jobs one at a time, after the others, with all its threads)."""
     if not _use_fast_path(job):
         return "general"
     return "blocked" if job.model.n >= BLOCKED_MIN_N else "rows"
 
 
-def _integrate(job: Job, x, obs, traj, flag):
+def _integrate(job: Job, x, obs, traj, flag, threads: int):
     model, integ = job.model, job.integrate
     common = (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
               float(integ.cluster_eps), obs, traj, flag)
     how = strategy(job)
     if how == "general":
         return integrate(x, dynamics(model.attention, model.beta), *common)
-    kernel = integrate_rows if how == "rows" else integrate_blocked
-    return kernel(x, float(model.beta), model.attention == "softmax", *common)
+    beta, softmax = float(model.beta), model.attention == "softmax"
+    if how == "rows":
+        return integrate_rows(x, beta, softmax, *common)
+    return integrate_blocked(x, beta, softmax, *common, threads=threads)
 
 
 def times(integ) -> np.ndarray:

@@ -20,14 +20,14 @@ CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
 
 
 def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n_saves=4,
-        eps=0.05, dtype=np.float64, trajectory=False):
+        eps=0.05, dtype=np.float64, trajectory=False, **threads):
     """(status, observables, final x, traj) from one fast path."""
     x = np.array(x0, dtype=dtype)
     obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
     traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
     kernel = integrate_rows if path == "rows" else integrate_blocked
     status, _ = kernel(x, float(beta), kind == "softmax", METHOD_CODES[method], dt, stride, eps,
-                       obs, traj, np.zeros(1, dtype=np.int64))
+                       obs, traj, np.zeros(1, dtype=np.int64), **threads)
     return status, obs, x, traj
 
 
@@ -58,20 +58,32 @@ def test_fast_paths_match_reference(path, kind, method, n, d, beta):
     assert_matches_reference(obs, x, want_obs, want_x)
 
 
+def test_blocked_does_not_depend_on_threads():
+    x0 = uniform(300, 24, np.random.default_rng(1))  # two row tiles: 256 + 44
+    kw = dict(beta=3.0, method="rk4", stride=2, n_saves=2)
+    with threadpool_limits(1, user_api="blas"):
+        want = run("blocked", x0, **kw)
+        got = run("blocked", x0, **kw, threads=3)
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
     # multi-threaded BLAS changes last bits (seen at this size), so a run would depend on the
     # worker count; the runner holds it to one thread whatever --workers says
     monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
     raw = {"name": "big", "model": {"n": 300, "d": 24, "beta": 3.0},
-           "integrate": {"method": "rk4", "dt": 0.1, "t_max": 0.2, "save_every": 0.2}}
+           "integrate": {"method": "rk4", "dt": 0.1, "t_max": 0.2, "save_every": 0.2},
+           "grid": {"seed": [0, 1, 2]}}
     cfg = config.from_dict(raw)
-    job = expand(cfg)[0]
+    jobs = expand(cfg)
     with threadpool_limits(1, user_api="blas"):
-        want = simulate.simulate(job).observables
+        want = [simulate.simulate(job).observables for job in jobs]
     for workers in (1, 2):
         store = Store(tmp_path / f"w{workers}.nc", cfg.hash)
-        runner.run([job], store, workers=workers)
-        np.testing.assert_array_equal(store.read(job).observables, want)
+        runner.run(jobs, store, workers=workers)
+        for job, obs in zip(jobs, want):
+            np.testing.assert_array_equal(store.read(job).observables, obs)
 
 
 @pytest.mark.parametrize("path", ["rows", "blocked"])

@@ -6,11 +6,16 @@ Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one
   V = W x                BLAS gemm
   f_i = P_{x_i}(V_i / z_i)   (softmax; V_i / n unnormalized)
 The time loop runs in Python: at n >= 256 one step costs a millisecond or more, so the call
-overhead is noise. Everything here is serial; the runner holds BLAS to one thread (runner.py)
-and runs jobs side by side.
+overhead is noise. Rows are cut into fixed tiles of TILE whose four stages are independent,
+so threads (GIL released in BLAS and in the Numba passes) share the tiles out with one
+barrier per velocity evaluation; BLAS itself is held to one thread by the runner, which runs
+such jobs one at a time with every thread (one level of parallelism).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -21,13 +26,15 @@ from sweep.kernels.gramobs import observe_gram
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
+TILE = 256  # rows per BLAS call; fixed, so results never depend on the thread count
+
 
 @jit_fast
 def exp_rows(gram, beta, c, z, a, t):
-    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums; a, t: [n] float64 scratch
-    (the rows of a float32 gram are exponentiated in float64)."""
-    n = gram.shape[0]
-    for i in range(n):
+    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums.  gram: [rows, n];
+    a, t: [n] float64 scratch (the rows of a float32 gram are exponentiated in float64)."""
+    rows, n = gram.shape
+    for i in range(rows):
         row = gram[i]
         for j in range(n):
             a[j] = beta * (row[j] - c)
@@ -54,26 +61,45 @@ def finish_velocity(x, v, z, softmax, out):
 
 
 class Blocked:
-    """Work arrays for one system x: [n, d], allocated once per job, reused every step."""
+    """Work arrays for one system x: [n, d], allocated once per job, reused every step.
 
-    def __init__(self, x: np.ndarray, beta: float, softmax: bool):
+    Rows go in tiles of TILE: each tile's products are separate single-threaded BLAS calls,
+    so the numbers depend on TILE but not on how many threads share the tiles out.
+    """
+
+    def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None):
         n, d = x.shape
         self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
         self.gram = np.empty((n, n), dtype=x.dtype)
         self.xt = np.empty((d, n), dtype=x.dtype)
         self.v = np.empty((n, d), dtype=x.dtype)
         self.ws = np.empty((5, n, d), dtype=x.dtype)
-        self.z, self.a, self.t = np.empty(n), np.empty(n), np.empty(n)
+        self.z = np.empty(n)
+        self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
+        self.a, self.t = np.empty((len(self.tiles), n)), np.empty((len(self.tiles), n))
+        self.map = pool.map if pool is not None else map
+
+    def each_tile(self, fn, *args) -> None:
+        list(self.map(lambda k: fn(k, *args), range(len(self.tiles))))
+
+    def gram_tile(self, k: int, x: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        np.matmul(x[lo:hi], self.xt, out=self.gram[lo:hi])
+
+    def velocity_tile(self, k: int, x: np.ndarray, out: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        self.gram_tile(k, x)
+        exp_rows(self.gram[lo:hi], self.beta, self.c, self.z[lo:hi], self.a[k], self.t[k])
+        np.matmul(self.gram[lo:hi], x, out=self.v[lo:hi])
+        finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, out[lo:hi])
 
     def form_gram(self, x: np.ndarray) -> None:
         np.copyto(self.xt, x.T)
-        np.matmul(x, self.xt, out=self.gram)
+        self.each_tile(self.gram_tile, x)
 
     def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
-        self.form_gram(x)
-        exp_rows(self.gram, self.beta, self.c, self.z, self.a, self.t)
-        np.matmul(self.gram, x, out=self.v)
-        finish_velocity(x, self.v, self.z, self.softmax, out)
+        np.copyto(self.xt, x.T)
+        self.each_tile(self.velocity_tile, x, out)
 
     def step(self, x: np.ndarray, method: int, dt: float) -> None:
         """One euler or rk4 step of x in place, then renormalisation (as integrators.py)."""
@@ -98,10 +124,17 @@ def rk4_combine(x, dt, k1, k2, k3, k4):
             x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
 
 
-def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop):
-    """drive.integrate for one large system, with fast.integrate_rows' arguments and results."""
+def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
+                      threads=1):
+    """drive.integrate for one large system, with fast.integrate_rows' arguments and results;
+    threads share the row tiles out. Call with BLAS held to one thread (runner.py does)."""
+    with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
+        return _integrate(Blocked(x, beta, softmax, pool), x, method, dt, save_stride, eps,
+                          obs, traj, stop)
+
+
+def _integrate(work, x, method, dt, save_stride, eps, obs, traj, stop):
     n = x.shape[0]
-    work = Blocked(x, beta, softmax)
     rows, parent = np.empty((n, 4)), np.empty(n, dtype=np.int64)
     for s in range(obs.shape[0]):
         if s > 0:
@@ -110,7 +143,8 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
         if not all_finite(x):
             return NONFINITE, s
         work.form_gram(x)
-        observe_gram(x, work.gram, work.beta, work.c, eps, obs[s], rows, parent, work.a, work.t)
+        observe_gram(x, work.gram, work.beta, work.c, eps, obs[s], rows, parent, work.a[0],
+                     work.t[0])
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:
