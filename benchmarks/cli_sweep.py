@@ -6,6 +6,7 @@ Each measurement is a fresh `python -m sweep run` process, as a user would start
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -28,13 +29,18 @@ TINY = ["--set", "integrate.t_max=0.5", "--set", "grid.seed=[0]", "--set", "grid
         "--set", "grid.beta=[1.0]"]
 
 
-def _sweep_run(args: list[str], env: dict | None = None) -> float:
-    """Seconds a `sweep run` process takes from start to exit."""
-    t = time.perf_counter()
+def _sweep_run(args: list[str], env: dict | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a `sweep run` process from start to exit."""
+    t, cpu = time.perf_counter(), _child_cpu()
     subprocess.run([sys.executable, "-m", "sweep", "run", *args], check=True, cwd=ROOT,
                    env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    return time.perf_counter() - t, _child_cpu() - cpu
+
+
+def _child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def kernel_share(workers: int) -> dict:
@@ -42,7 +48,7 @@ def kernel_share(workers: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cfg, out = Path(tmp) / "bench.yaml", Path(tmp) / "bench.nc"
         cfg.write_text(yaml.safe_dump(SWEEP, sort_keys=False))
-        wall = _sweep_run([str(cfg), "--out", str(out), "--workers", str(workers)])
+        wall, _ = _sweep_run([str(cfg), "--out", str(out), "--workers", str(workers)])
         with xr.open_dataset(out) as ds:
             inside = float(ds["wall_seconds"].sum())
             jobs = int(ds["wall_seconds"].size)
@@ -57,6 +63,7 @@ def start_up_times() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = {"NUMBA_CACHE_DIR": str(Path(tmp) / "cache")}
         run = [demo, *TINY, "--out", str(Path(tmp) / "demo.nc"), "--force"]
-        cold = _sweep_run(run, env)
-        warm = sorted(_sweep_run(run, env) for _ in range(3))[1]
-    return {"cold_start_s": cold, "warm_start_s": warm, "compile_s": cold - warm}
+        cold, cold_cpu = _sweep_run(run, env)
+        warm, warm_cpu = sorted(_sweep_run(run, env) for _ in range(3))[1]
+    return {"cold_start_s": cold, "warm_start_s": warm, "compile_s": cold - warm,
+            "cold_start_cpu_s": cold_cpu, "warm_start_cpu_s": warm_cpu}

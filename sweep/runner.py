@@ -1,10 +1,10 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
 Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread;
-"blocked" jobs (simulate.strategy: large n) run after the others, one at a time, sharing
-their row tiles over all the threads. BLAS is held to one thread: its results change in the
-last bit with its thread count (a run would depend on --workers), and on a shared machine
-its spinning threads stalled (benchmarks/run.py, README "Performance").
+"blocked" jobs (simulate.strategy: large n), when too few to fill the threads, run after the
+others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
+thread: its results change in the last bit with its thread count (a run would depend on
+--workers), and on a shared machine its spinning threads stalled (README "Performance").
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 
@@ -74,13 +74,15 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
     width = workers or default_workers()
+    wide = [j for j in todo if strategy(j) == "blocked"]
+    wide = wide if len(wide) < width else []  # enough of them to fill the threads side by side
 
     def one(job: Job) -> str:
         if stop[0]:
             return "cancelled"
         t = time.perf_counter()
         try:
-            result = simulate(job, positions, stop, threads=width)
+            result = simulate(job, positions, stop, threads=width if job in wide else 1)
         except Stopped:
             return "cancelled"
         except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
@@ -89,10 +91,9 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         store.write(job, result)
         return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
-    wide = [j for j in todo if strategy(j) == "blocked"]
     with ThreadPoolExecutor(max_workers=width) as pool, ThreadPoolExecutor(1) as solo, \
             threadpool_limits(1, user_api="blas"):
-        futures = {pool.submit(one, job): job for job in todo if strategy(job) != "blocked"}
+        futures = {pool.submit(one, job): job for job in todo if job not in wide}
         narrow = list(futures)
         futures.update({solo.submit(_after, narrow, one, job): job for job in wide})
         try:

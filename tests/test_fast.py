@@ -79,10 +79,11 @@ def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
     jobs = expand(cfg)
     with threadpool_limits(1, user_api="blas"):
         want = [simulate.simulate(job).observables for job in jobs]
-    for workers in (1, 2):
-        store = Store(tmp_path / f"w{workers}.nc", cfg.hash)
-        runner.run(jobs, store, workers=workers)
-        for job, obs in zip(jobs, want):
+    # three jobs on two threads run side by side; one job alone shares its tiles over both
+    for k, (workers, count) in enumerate([(1, 3), (2, 3), (2, 1)]):
+        store = Store(tmp_path / f"run{k}.nc", cfg.hash)
+        runner.run(jobs[:count], store, workers=workers)
+        for job, obs in zip(jobs[:count], want):
             np.testing.assert_array_equal(store.read(job).observables, obs)
 
 
