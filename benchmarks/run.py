@@ -161,11 +161,12 @@ def print_table(rows: list[dict], ceil: dict) -> None:
     print("gemm GFLOP/s (BLAS on 1 thread / all): " + ", ".join(
         f"{t} {ceil[f'gemm_1t_gflops_{t}']:.1f} / {ceil[f'gemm_all_gflops_{t}']:.1f}"
         for t in ("float64", "float32")) + f"; exp {ceil['exp_per_s'] / 1e6:.0f} M/s")
-    print(f"{'shape':>18} {'dtype':>8} {'impl':>8} {'steps/s':>11} {'GFLOP/s':>8} "
+    print(f"{'shape':>18} {'dtype':>8} {'impl':>10} {'steps/s':>11} {'GFLOP/s':>8} "
           f"{'x NumPy':>8} {'x ceiling':>9}")
     for r in rows:
         shape = f"({r['n']},{r['d']})x{r['systems']}"
-        print(f"{shape:>18} {r['dtype']:>8} {r['impl']:>8} {r['steps_per_s']:11.0f} "
+        rate = f"{r['steps_per_s']:.0f}" if r["steps_per_s"] >= 100 else f"{r['steps_per_s']:.1f}"
+        print(f"{shape:>18} {r['dtype']:>8} {r['impl']:>10} {rate:>11} "
               f"{r['gflops']:8.2f} {r['vs_numpy']:8.2f} {r['vs_ceiling']:9.2f}")
 
 
