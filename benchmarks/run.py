@@ -41,6 +41,7 @@ from sweep.kernels.fast import integrate_rows  # noqa: E402
 from sweep.states import uniform  # noqa: E402
 
 BETA, DT = 4.0, 0.05
+MIN_STEPS = 10
 SHAPES = [  # n, d, systems, dtype, kernel rows to time
     (32, 3, 256, "float64", ("general", "rows")),
     (128, 16, 64, "float64", ("general", "rows", "blocked")),
@@ -69,10 +70,12 @@ def timed(fn, repeats: int) -> float:
 
 
 def calibrated_rate(make, systems: int, target_s: float, repeats: int) -> float:
-    """System-steps per second of make(steps)(), with steps chosen so a call takes ~target_s."""
-    probe = timed(make(2), 1)
-    steps = int(min(max(2, 2 * target_s / max(probe, 1e-6)), 100_000))
-    return steps * systems / timed(make(steps), repeats)
+    """System-steps per second of make(steps)(), with steps chosen so a call takes ~target_s
+    but at least MIN_STEPS (a sweep observes every ~10 steps; kernel calls observe twice)."""
+    probe = timed(make(2), 1) / 2
+    steps = int(min(max(MIN_STEPS, target_s / max(probe, 1e-9)), 100_000))
+    slow = steps * probe > 1.0
+    return steps * systems / timed(make(steps), min(repeats, 3) if slow else repeats)
 
 
 def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp_inplace
-from sweep.kernels.gramobs import observe_gram
+from sweep.kernels.gramobs import stats_rows, summarize
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
@@ -93,6 +93,16 @@ class Blocked:
         np.matmul(self.gram[lo:hi], x, out=self.v[lo:hi])
         finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, out[lo:hi])
 
+    def stats_tile(self, k: int, rows: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        stats_rows(self.gram, lo, hi, self.beta, self.c, self.a[k], self.t[k], rows)
+
+    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, rows: np.ndarray) -> None:
+        """out[:] = the observables of x (gramobs.py), row statistics tile by tile."""
+        self.form_gram(x)
+        self.each_tile(self.stats_tile, rows)
+        summarize(x, self.gram, self.beta, self.c, eps, out, rows)
+
     def form_gram(self, x: np.ndarray) -> None:
         np.copyto(self.xt, x.T)
         self.each_tile(self.gram_tile, x)
@@ -135,16 +145,14 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
 
 def _integrate(work, x, method, dt, save_stride, eps, obs, traj, stop):
     n = x.shape[0]
-    rows, parent = np.empty((n, 4)), np.empty(n, dtype=np.int64)
+    rows = np.empty((n, 4))
     for s in range(obs.shape[0]):
         if s > 0:
             for _ in range(save_stride):
                 work.step(x, method, dt)
         if not all_finite(x):
             return NONFINITE, s
-        work.form_gram(x)
-        observe_gram(x, work.gram, work.beta, work.c, eps, obs[s], rows, parent, work.a[0],
-                     work.t[0])
+        work.observe(x, eps, obs[s], rows)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

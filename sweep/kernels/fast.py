@@ -110,7 +110,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     c = 1.0 if softmax else 0.0
     xt, ws = np.empty((d, n)), np.empty((5, d, n))
     z, e, t, a = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    gram, rows, parent = np.empty((n, n)), np.empty((n, 4)), np.empty(n, dtype=np.int64)
+    gram, rows = np.empty((n, n)), np.empty((n, 4))
     _load(x, xt)
     for s in range(obs.shape[0]):
         if s > 0:
@@ -120,7 +120,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
         if not all_finite(x):
             return NONFINITE, s
         _gram(xt, gram)
-        observe_gram(x, gram, beta, c, eps, obs[s], rows, parent, a, t)
+        observe_gram(x, gram, beta, c, eps, obs[s], rows, a, t)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

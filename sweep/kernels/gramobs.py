@@ -73,11 +73,24 @@ def finish(x, rows, close, parent, beta, c, out):
 
 
 @jit_fast
-def observe_gram(x, gram, beta, c, eps, out, rows, parent, a, t):
+def stats_rows(gram, lo, hi, beta, c, a, t, rows):
+    """row_stats for rows lo..hi-1 (independent of every other row: tiles may run at once)."""
+    for i in range(lo, hi):
+        row_stats(gram[i], i, beta, c, a, t, rows)
+
+
+@jit_fast
+def summarize(x, gram, beta, c, eps, out, rows):
+    """out[:] from the per-row statistics and the clusters of gram; serial."""
+    parent = np.empty(x.shape[0], dtype=np.int64)
+    finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
+
+
+@jit_fast
+def observe_gram(x, gram, beta, c, eps, out, rows, a, t):
     """out[:] = the observables of x: [n, d] given gram = x x^T: [n, n]; serial.
 
-    rows: [n, 4] float64, parent: [n] int64, a, t: [n] float64 scratch.
+    rows: [n, 4] float64, a, t: [n] float64 scratch.
     """
-    for i in range(x.shape[0]):
-        row_stats(gram[i], i, beta, c, a, t, rows)
-    finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
+    stats_rows(gram, 0, x.shape[0], beta, c, a, t, rows)
+    summarize(x, gram, beta, c, eps, out, rows)
