@@ -93,8 +93,8 @@ def _use_fast_path(job: Job) -> bool:
 
 def strategy(job: Job) -> str:
     """general (drive.py), rows (fast.py: one serial compiled call) or blocked (blocked.py:
-    BLAS for the two n x n x d products, row tiles shared out over threads; the runner runs
-    such jobs one at a time, after the others, with all its threads)."""
+    BLAS for the two n x n x d products on fixed row tiles, which a job can share over
+    threads; runner.py says when it does)."""
     if not _use_fast_path(job):
         return "general"
     return "blocked" if job.model.n >= BLOCKED_MIN_N else "rows"
