@@ -24,7 +24,8 @@ def velocity_rows(xt, beta, c, softmax, vt, z, e, t):
     """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; z, e, t: [n] scratch.
 
     Full rows of length n rather than the symmetric half: triangular loops leave scalar
-    remainders that cost more than the exponentials they save (measured at n = 32 and 128).
+    remainders that cost more than the exponentials they save (slower at n = 32, level at
+    n = 128).
     """
     d, n = xt.shape
     for i in range(n):
@@ -146,13 +147,14 @@ def _store(xt, x):
 
 @jit_fast
 def _gram(xt, gram):
-    """gram[i, j] = <x_i, x_j>, each pair computed once."""
+    """gram[i, j] = <x_i, x_j>: full rows, which vectorise, and are exactly symmetric because
+    every pair sums the same products in the same order."""
     d, n = xt.shape
     for i in range(n):
-        for j in range(i, n):
-            gram[i, j] = xt[0, i] * xt[0, j]
+        g, row, xi = gram[i], xt[0], xt[0, i]
+        for j in range(n):
+            g[j] = xi * row[j]
         for k in range(1, d):
-            for j in range(i, n):
-                gram[i, j] += xt[k, i] * xt[k, j]
-        for j in range(i + 1, n):
-            gram[j, i] = gram[i, j]
+            row, xi = xt[k], xt[k, i]
+            for j in range(n):
+                g[j] += xi * row[j]
