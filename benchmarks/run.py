@@ -1,71 +1,206 @@
-"""Kernel throughput against a plain NumPy step, measured in the same run.
+"""`make bench`: the kernels against plain NumPy (and PyTorch when installed), in one run.
 
-Prints steps per second for each shape and the ratio to NumPy; writes the table as JSON to
-benchmarks/results/. Never imported by the tests.
+For each shape: system-steps per second (median of repeats), GFLOP/s at the nominal 4 n^2 d
+flops per step, the ratio to NumPy's batched step and to a ceiling measured in the same run
+(the machine's own gemm rate, or its vectorised-exp rate, whichever binds).
+Kernel rows, run as `sweep run` runs them (BLAS held to one thread; one system per thread,
+but a single blocked system shares its row tiles over all threads):
+  general     the model-zoo path (drive.integrate)
+  rows        the serial fast path (fast.py)
+  blocked     BLAS products on row tiles + vectorised passes (blocked.py)
+  blocked-mt  blocked without tile threads, BLAS free to use every core instead
+Kernel calls include the observables at their first and last step, as a sweep records them.
+Then a realistic sweep through the CLI and the start-up times. The table is written as JSON
+to benchmarks/results/. Timings on a shared machine are noisy: the load is recorded too.
+Usage: python benchmarks/run.py [--quick]
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
+import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numba
 import numpy as np
+from threadpoolctl import threadpool_limits
 
-from sweep import states
-from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_sweep import kernel_share, start_up_times  # noqa: E402
+from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
-SHAPES = [(32, 3), (128, 16), (512, 64)]
+from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate  # noqa: E402
+from sweep.kernels.blocked import integrate_blocked  # noqa: E402
+from sweep.kernels.expfast import exp_inplace  # noqa: E402
+from sweep.kernels.fast import integrate_rows  # noqa: E402
+from sweep.states import uniform  # noqa: E402
 
-
-def numpy_steps(x, beta, steps, dt=0.05):
-    for _ in range(steps):
-        s = beta * (x @ x.T)
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        v = (e / e.sum(axis=1, keepdims=True)) @ x
-        v -= np.sum(x * v, axis=1, keepdims=True) * x
-        x = x + dt * v
-        x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x
-
-
-def kernel_steps(x, beta, steps, dt=0.05):
-    x = x.copy()
-    obs = np.zeros((2, len(OBSERVABLES)))
-    integrate(x, dynamics("softmax", beta), METHOD_CODES["euler"], dt, steps, 1e-3, obs,
-              np.zeros((0,) + x.shape), np.zeros(1, dtype=np.int64))
-    return x
+BETA, DT = 4.0, 0.05
+MIN_STEPS = 10
+SHAPES = [  # n, d, systems, dtype, kernel rows to time
+    (32, 3, 256, "float64", ("general", "rows")),
+    (128, 16, 64, "float64", ("general", "rows", "blocked")),
+    (512, 64, 1, "float64", ("general", "rows", "blocked", "blocked-mt")),
+    (2048, 128, 1, "float64", ("general", "blocked", "blocked-mt")),
+    (2048, 128, 1, "float32", ("blocked", "blocked-mt")),
+]
 
 
-def rate(fn, x, steps, repeats=5):
-    fn(x, 4.0, 1)
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def timed(fn, repeats: int) -> float:
+    """Median seconds of fn() over repeats, after one untimed call."""
+    fn()
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
-        fn(x, 4.0, steps)
+        fn()
         times.append(time.perf_counter() - t)
-    return steps / statistics.median(times)
+    return statistics.median(times)
 
 
-def main():
+def calibrated_rate(make, systems: int, target_s: float, repeats: int) -> float:
+    """System-steps per second of make(steps)(), with steps chosen so a call takes ~target_s
+    but at least MIN_STEPS (a sweep observes every ~10 steps; kernel calls observe twice)."""
+    probe = timed(make(2), 1) / 2
+    steps = int(min(max(MIN_STEPS, target_s / max(probe, 1e-9)), 100_000))
+    slow = steps * probe > 1.0
+    return steps * systems / timed(make(steps), min(repeats, 3) if slow else repeats)
+
+
+def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:
+    """Integrate one system x: [n, d] for `steps` Euler steps, observables at both ends."""
+    obs = np.zeros((2, len(OBSERVABLES)))
+    args = (METHOD_CODES["euler"], DT, steps, 1e-3, obs, np.zeros((0,) + x.shape, x.dtype),
+            np.zeros(1, dtype=np.int64))
+    if kind == "general":
+        integrate(x, dynamics("softmax", BETA), *args)
+    elif kind == "rows":
+        integrate_rows(x, BETA, True, *args)
+    else:
+        integrate_blocked(x, BETA, True, *args, threads=threads)
+
+
+def kernel_maker(kind: str, xs: np.ndarray, threads: int):
+    """steps -> a callable running every system of xs, one per thread (blocked-mt: in turn)."""
+    def make(steps):
+        def go():
+            work = [x.copy() for x in xs]
+            if kind == "blocked-mt":
+                for x in work:
+                    kernel_call("blocked", x, steps)
+                return
+            with threadpool_limits(1, user_api="blas"):
+                if len(work) == 1:
+                    return kernel_call(kind, work[0], steps, threads)
+                with ThreadPoolExecutor(threads) as pool:
+                    list(pool.map(lambda x: kernel_call(kind, x, steps), work))
+        return go
+    return make
+
+
+def ceilings(threads: int, repeats: int) -> dict:
+    """gemm GFLOP/s (the shape of the big Gram product; BLAS on one thread and on all) and
+    vectorised exponentials per second (all threads)."""
+    out = {}
+    for dtype in ("float64", "float32"):
+        a = np.random.default_rng(0).standard_normal((2048, 128)).astype(dtype)
+        b, c = np.ascontiguousarray(a.T), np.empty((2048, 2048), dtype=dtype)
+        for label, limit in (("1t", 1), ("all", None)):
+            with threadpool_limits(limit, user_api="blas"):
+                seconds = timed(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), repeats)
+            out[f"gemm_{label}_gflops_{dtype}"] = 2 * 2048 * 2048 * 128 / seconds / 1e9
+    bufs = [(np.linspace(-20, 0, 1 << 18), np.empty(1 << 18)) for _ in range(threads)]
+
+    def exps():
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda ab: [exp_inplace(*ab) for _ in range(8)], bufs))
+    out["exp_per_s"] = threads * 8 * (1 << 18) / timed(exps, repeats)
+    return out
+
+
+def ceiling_rate(n: int, d: int, dtype: str, ceil: dict, threads: int) -> float:
+    """System-steps per second if the step ran at the machine's best gemm rate (one thread
+    per core, or BLAS's own threads) or at its exp rate, whichever binds."""
+    gemm = max(ceil[f"gemm_1t_gflops_{dtype}"] * threads, ceil[f"gemm_all_gflops_{dtype}"])
+    return min(gemm * 1e9 / (4 * n * n * d), ceil["exp_per_s"] / (n * n))
+
+
+def shape_rows(n, d, systems, dtype, kinds, ceil, threads, target_s, repeats) -> list[dict]:
+    rng = np.random.default_rng(0)
+    xs = np.stack([uniform(n, d, rng) for _ in range(systems)]).astype(dtype)
+    flop = 4 * n * n * d
+    makers = {"numpy": lambda s: lambda: numpy_steps(xs, BETA, DT, s)}
+    torch_fn = torch_steps_or_none()
+    if torch_fn is not None:
+        makers["torch"] = lambda s: lambda: torch_fn(xs, BETA, DT, s)
+    makers.update({k: kernel_maker(k, xs, threads) for k in kinds})
+    rates = {k: calibrated_rate(m, systems, target_s, repeats) for k, m in makers.items()}
+    top = ceiling_rate(n, d, dtype, ceil, threads)
+    return [{"n": n, "d": d, "systems": systems, "dtype": dtype, "impl": k,
+             "steps_per_s": r, "gflops": r * flop / 1e9, "vs_numpy": r / rates["numpy"],
+             "vs_ceiling": r / top, "ceiling_steps_per_s": top} for k, r in rates.items()]
+
+
+def machine() -> dict:
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line), "?")
+    return {"platform": platform.platform(), "cpu": model, "cores": cores(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "numba_threads": numba.get_num_threads()}
+
+
+def print_table(rows: list[dict], ceil: dict) -> None:
+    print("gemm GFLOP/s (BLAS on 1 thread / all): " + ", ".join(
+        f"{t} {ceil[f'gemm_1t_gflops_{t}']:.1f} / {ceil[f'gemm_all_gflops_{t}']:.1f}"
+        for t in ("float64", "float32")) + f"; exp {ceil['exp_per_s'] / 1e6:.0f} M/s")
+    print(f"{'shape':>18} {'dtype':>8} {'impl':>10} {'steps/s':>11} {'GFLOP/s':>8} "
+          f"{'x NumPy':>8} {'x ceiling':>9}")
+    for r in rows:
+        shape = f"({r['n']},{r['d']})x{r['systems']}"
+        rate = f"{r['steps_per_s']:.0f}" if r["steps_per_s"] >= 100 else f"{r['steps_per_s']:.1f}"
+        print(f"{shape:>18} {r['dtype']:>8} {r['impl']:>10} {rate:>11} "
+              f"{r['gflops']:8.2f} {r['vs_numpy']:8.2f} {r['vs_ceiling']:9.2f}")
+
+
+def main(quick: bool = False) -> Path:
+    threads, repeats, target = cores(), 3 if quick else 5, 0.15 if quick else 0.4
+    load_before = os.getloadavg()
+    ceil = ceilings(threads, repeats)
     rows = []
-    for n, d in SHAPES:
-        x = states.uniform(n, d, np.random.default_rng(0))
-        steps = max(5, int(2e7 / (n * n * d)))
-        ref, ker = rate(numpy_steps, x, steps), rate(kernel_steps, x, steps)
-        rows.append({"n": n, "d": d, "numpy_steps_per_s": ref, "kernel_steps_per_s": ker,
-                     "ratio": ker / ref})
-        print(f"(n={n:5d}, d={d:4d})  numpy {ref:10.0f} steps/s   kernel {ker:10.0f} steps/s   "
-              f"ratio {ker / ref:6.2f}")
+    for n, d, systems, dtype, kinds in SHAPES:
+        rows += shape_rows(n, d, systems, dtype, kinds, ceil, threads, target, repeats)
+    print_table(rows, ceil)
+    sweep = kernel_share(threads)
+    start = start_up_times()
+    sweep["share_after_start_up"] = sweep["kernel_s"] / (
+        sweep["workers"] * max(sweep["wall_s"] - start["warm_start_s"], 1e-9))
+    print(f"sweep run, {sweep['jobs']} jobs of (32, 3): {sweep['wall_s']:.2f} s wall, "
+          f"{100 * sweep['share_in_kernels']:.0f}% of worker time inside kernels "
+          f"({100 * sweep['share_after_start_up']:.0f}% of what follows a warm start-up)")
+    print(f"start-up: cold {start['cold_start_s']:.1f} s wall, {start['cold_start_cpu_s']:.1f} s "
+          f"CPU (compiles the demo's kernels); warm {start['warm_start_s']:.2f} s wall, "
+          f"{start['warm_start_cpu_s']:.2f} s CPU")
+    result = {"machine": machine(), "load_before": load_before, "load_after": os.getloadavg(),
+              "ceilings": ceil, "rows": rows, "sweep": sweep, "start_up": start,
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    path = out / f"bench-{stamp}.json"
-    path.write_text(json.dumps({"machine": platform.platform(), "rows": rows}, indent=2))
+    path = out / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path.write_text(json.dumps(result, indent=2))
     print(f"written: {path}")
+    return path
 
 
 if __name__ == "__main__":
-    main()
+    main(quick="--quick" in sys.argv[1:])

@@ -1,6 +1,10 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
-Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread.
+Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread;
+"blocked" jobs (simulate.strategy: large n), when too few to fill the threads, run after the
+others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
+thread: its results change in the last bit with its thread count (a run would depend on
+--workers), and on a shared machine its spinning threads stalled (README "Performance").
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 
@@ -13,10 +17,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sweep.grid import Job
 from sweep.locks import STALE_AFTER, JobLocks
-from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, warm_up
+from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
 from sweep.store import Store, StoreError
 
 
@@ -90,10 +95,10 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
     store.prepare()
     todo, report = _triage(jobs, store, force, hooks)
     if todo:
-        warm_up({j.integrate.dtype for j in todo})
+        warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
 
-    def one(job: Job) -> str:
+    def one(job: Job, threads: int) -> str:
         if stop[0]:
             return "cancelled"
         if not _lock(locks, job, store):
@@ -101,24 +106,42 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         try:
             if not force and store.done(job):
                 return "elsewhere"
-            return _compute(job, store, positions, stop)
+            return _compute(job, store, positions, stop, threads)
         finally:
             locks.release(job.id)
 
-    with JobLocks(store.dir) as locks, ThreadPoolExecutor(
-            max_workers=workers or default_workers()) as pool:
+    with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
-            first = True
-            while todo:
-                busy = _pass(pool, one, todo, stop, report, hooks)
-                if busy and first:
-                    hooks.notice(_waiting(busy, locks))
-                todo, first = _await_others(busy, store, locks, report, hooks), False
+            for group, size, threads in _stages(todo, workers or default_workers()):
+                with ThreadPoolExecutor(max_workers=size) as pool:
+                    _drain(pool, lambda job, t=threads: one(job, t), group, stop, report,
+                           hooks, locks, store)
         except KeyboardInterrupt:
             report.seconds = time.perf_counter() - t0
             raise Interrupted(report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _stages(todo: list[Job], width: int) -> list[tuple[list[Job], int, int]]:
+    """(jobs, threads in the pool, threads per job): one job per thread, except "blocked"
+    jobs too few to fill the threads, which run last, one at a time, on all of them."""
+    wide = [j for j in todo if strategy(j) == "blocked"]
+    if not wide or len(wide) >= width:
+        return [(todo, width, 1)]
+    narrow = [j for j in todo if strategy(j) != "blocked"]
+    return [(narrow, width, 1), (wide, 1, width)]
+
+
+def _drain(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks,
+           locks: JobLocks, store: Store) -> None:
+    """Run `todo` to the end, waiting for the jobs another run holds."""
+    first = True
+    while todo:
+        busy = _pass(pool, one, todo, stop, report, hooks)
+        if busy and first:
+            hooks.notice(_waiting(busy, locks))
+        todo, first = _await_others(busy, store, locks, report, hooks), False
 
 
 def _waiting(busy: list[Job], locks: JobLocks) -> str:
@@ -148,10 +171,10 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
     return todo, report
 
 
-def _compute(job: Job, store: Store, positions: str, stop: np.ndarray) -> str:
+def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int) -> str:
     t = time.perf_counter()
     try:
-        result = simulate(job, positions, stop)
+        result = simulate(job, positions, stop, threads=threads)
     except Stopped:
         return "cancelled"
     except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on

@@ -25,6 +25,8 @@ from sweep.kernels import (
     dynamics,
     integrate,
 )
+from sweep.kernels.blocked import integrate_blocked
+from sweep.kernels.fast import integrate_rows
 
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
 
@@ -71,8 +73,10 @@ def job_dynamics(job: Job) -> Dynamics:
                     mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
 
 
-def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) -> JobResult:
-    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag."""
+def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
+             threads: int = 1) -> JobResult:
+    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
+    threads: for a "blocked" job (see strategy), the threads its row tiles may use."""
     t0 = time.perf_counter()
     integ, model = job.integrate, job.model
     x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
@@ -80,13 +84,59 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None) 
     n_traj = integ.n_saves if positions == "trajectory" else 0
     traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    status, _ = integrate(x, job_dynamics(job), METHOD_CODES[integ.method],
-                          integ.dt, integ.save_stride, integ.cluster_eps, obs, traj, flag)
+    status, _ = _integrate(job, x, obs, traj, flag, threads)
     if status == STOPPED:
         raise Stopped(job.id)
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
     return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
                      time.perf_counter() - t0, kept)
+
+
+# The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
+# bounds keep every exponent inside that range (softmax: RK4 stages leave the sphere by at
+# most ~dt^2, so beta (<y_i, y_j> - 1) <= beta dt^2), where the result is exactly the model's.
+FAST_SOFTMAX_MAX_BETA_DT2 = 500.0
+FAST_UNNORMALIZED_MAX_BETA = 300.0
+# From n = 256 one step is dominated by two n x n x d products, where BLAS beats the serial
+# kernel's loops (benchmarks/run.py times both strategies side by side).
+BLOCKED_MIN_N = 256
+
+
+def _use_fast_path(job: Job) -> bool:
+    """Whether the fast kernels (identity matrices, one head, dense, no noise) cover the job."""
+    model, integ = job.model, job.integrate
+    plain = (model.heads == 1 and model.head_beta is None and model.qk == "identity"
+             and model.v in ("identity", "qk") and model.mask == "dense"
+             and model.noise == 0.0 and model.ffn == "none")
+    if not plain:
+        return False
+    if model.attention == "softmax":
+        return model.beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
+    if model.attention == "unnormalized":
+        return model.beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
+    return False
+
+
+def strategy(job: Job) -> str:
+    """general (drive.py), rows (fast.py: one serial compiled call) or blocked (blocked.py:
+    BLAS for the two n x n x d products on fixed row tiles, which a job can share over
+    threads; runner.py says when it does)."""
+    if not _use_fast_path(job):
+        return "general"
+    return "blocked" if job.model.n >= BLOCKED_MIN_N else "rows"
+
+
+def _integrate(job: Job, x, obs, traj, flag, threads: int):
+    model, integ = job.model, job.integrate
+    common = (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
+              float(integ.cluster_eps), obs, traj, flag)
+    how = strategy(job)
+    if how == "general":
+        return integrate(x, job_dynamics(job), *common)
+    beta, softmax = float(model.beta), model.attention == "softmax"
+    if how == "rows":
+        return integrate_rows(x, beta, softmax, *common)
+    return integrate_blocked(x, beta, softmax, *common, threads=threads)
 
 
 def times(integ) -> np.ndarray:
@@ -106,12 +156,24 @@ def max_clusters(n_clusters: np.ndarray) -> float:
     return float(np.nanmax(later)) if np.isfinite(later).any() else np.nan
 
 
-def warm_up(dtypes: set[str]) -> None:
-    """Compile (or load from cache) the kernel for each dtype before workers start."""
+def warm_up(dtypes: set[str], strategies: tuple[str, ...] = ("general",)) -> None:
+    """Compile (or load from cache) the kernels for each dtype before workers start."""
     for dtype in sorted(dtypes):
         x = np.eye(2, dtype=np.dtype(dtype))
-        integrate(x, dynamics("softmax", 1.0), 0, 0.1, 1, 1e-3, np.zeros((2, len(OBSERVABLES))),
-                  np.zeros((0, 2, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
+        args = (0, 0.1, 1, 1e-3, np.zeros((2, len(OBSERVABLES))),
+                np.zeros((0, 2, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
+        if "general" in strategies:
+            integrate(x.copy(), dynamics("softmax", 1.0), *args)
+        if "rows" in strategies:
+            integrate_rows(x.copy(), 1.0, True, *args)
+        if "blocked" in strategies:
+            integrate_blocked(x.copy(), 1.0, True, *args)
+
+
+def warm_up_jobs(jobs: list[Job]) -> None:
+    """warm_up for exactly the kernels these jobs will call."""
+    for dtype in {j.integrate.dtype for j in jobs}:
+        warm_up({dtype}, tuple({strategy(j) for j in jobs if j.integrate.dtype == dtype}))
 
 
 @dataclass(frozen=True)
@@ -138,7 +200,8 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
-    return 7 * n * d * item + 4 * n * 8 + saves * len(OBSERVABLES) * 8 + traj
+    gram = {"general": 0, "rows": n * n * 8, "blocked": n * n * item}[strategy(job)]
+    return 7 * n * d * item + 4 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + gram
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:

@@ -105,3 +105,10 @@ def assert_same_results(a, b):
     for name in a.variables:
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
     assert a.attrs["sweep_config_hash"] == b.attrs["sweep_config_hash"]
+
+
+def assert_matches_reference(obs, x, want_obs, want_x, tol=1e-12):
+    """Final state to tol absolute; observables to tol relative (absolute below 1)."""
+    np.testing.assert_allclose(x, want_x, rtol=0, atol=tol)
+    scale = np.maximum(1.0, np.abs(want_obs))
+    np.testing.assert_array_less(np.abs(obs - want_obs), tol * scale)

@@ -100,13 +100,13 @@ def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkey
     store = Store(tmp_path / "resumed.nc", cfg.hash)
     real = runner.simulate
 
-    def held_back(job, positions="none", stop=None):
+    def held_back(job, positions="none", stop=None, **options):
         # jobs 5.. wait until the run is interrupted, so exactly jobs 0..4 finish first
         while job.index >= 5 and not stop[0]:
             time.sleep(0.001)
         if job.index >= 5:
             raise Stopped(job.id)
-        return real(job, positions, stop)
+        return real(job, positions, stop, **options)
 
     def job_done(job, outcome):
         if sum(store.done(j) for j in jobs) == 5:

@@ -222,10 +222,10 @@ def test_failed_job_is_recorded_and_the_sweep_goes_on(setup, straight, monkeypat
     path, out, store, jobs = setup
     real = runner.simulate
 
-    def fragile(job, *args):
+    def fragile(job, *args, **options):
         if job.index == 3:
             raise RuntimeError("singular matrix")
-        return real(job, *args)
+        return real(job, *args, **options)
 
     monkeypatch.setattr(runner, "simulate", fragile)
     result = invoke("run", path, "--out", out)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import reference as ref
-from helpers import run_kernel
+from helpers import assert_matches_reference, run_kernel
 from sweep import states
 from sweep.kernels.attention import velocity
 from sweep.kernels.model import dynamics
@@ -31,9 +31,7 @@ def test_integration_and_observables_match_reference(kind, method, n, d, beta):
     status, obs, x, _ = run_kernel(x0, kind, beta, method, dt, stride=3, n_saves=4, eps=0.05)
     want_obs, want_x = ref.trajectory(x0, kind, beta, method, dt, 3, 4, 0.05)
     assert status == 0
-    np.testing.assert_allclose(x, want_x, rtol=0, atol=1e-12)
-    scale = np.maximum(1.0, np.abs(want_obs))
-    np.testing.assert_array_less(np.abs(obs - want_obs), 1e-12 * scale)
+    assert_matches_reference(obs, x, want_obs, want_x)
 
 
 def test_observables_of_known_states():

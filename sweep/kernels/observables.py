@@ -134,6 +134,14 @@ def observe(x, dyn, eps, out, g, w, parent):
                 a, b = _find(parent, i), _find(parent, j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
+    pair_columns(x, cos_sum, cos_min, close, parent, out)
+    out[6], out[7] = head_mean(sums, dyn.betas, n)
+
+
+@jit
+def pair_columns(x, cos_sum, cos_min, close, parent, out):
+    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs."""
+    n = x.shape[0]
     pairs = n * (n - 1)
     out[0] = order_parameter(x)
     out[1] = cos_sum / pairs if pairs > 0 else np.nan
@@ -141,7 +149,6 @@ def observe(x, dyn, eps, out, g, w, parent):
     out[3] = close / pairs if pairs > 0 else np.nan
     out[4], out[5] = _clusters(parent)
     out[5] /= n
-    out[6], out[7] = head_mean(sums, dyn.betas, n)
 
 
 @jit

@@ -1,0 +1,151 @@
+"""The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
+reference, and the choice between them in simulate."""
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+import reference as ref
+from helpers import assert_matches_reference
+from sweep import config, runner, simulate
+from sweep.grid import expand
+from sweep.kernels import METHOD_CODES, OBSERVABLES
+from sweep.kernels.blocked import integrate_blocked
+from sweep.kernels.expfast import exp_inplace
+from sweep.kernels.fast import integrate_rows
+from sweep.states import uniform
+from sweep.store import Store
+
+CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
+
+
+def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n_saves=4,
+        eps=0.05, dtype=np.float64, trajectory=False, **threads):
+    """(status, observables, final x, traj) from one fast path."""
+    x = np.array(x0, dtype=dtype)
+    obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
+    traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
+    kernel = integrate_rows if path == "rows" else integrate_blocked
+    status, _ = kernel(x, float(beta), kind == "softmax", METHOD_CODES[method], dt, stride, eps,
+                       obs, traj, np.zeros(1, dtype=np.int64), **threads)
+    return status, obs, x, traj
+
+
+def test_exp_matches_numpy_to_two_ulp():
+    a = np.concatenate([np.linspace(-700, 708, 200_001), [0.0, -1e-300, 1e-17, np.log(2)]])
+    got = a.copy()
+    exp_inplace(got, np.empty_like(a))
+    want = np.exp(a)
+    assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
+
+
+def test_exp_clamps_below_to_a_negligible_weight():
+    got = np.array([-750.0, -1e4])
+    exp_inplace(got, np.empty(2))
+    assert np.all((got > 0) & (got < 1e-300))
+
+
+@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("kind", ["softmax", "unnormalized"])
+@pytest.mark.parametrize("n,d,beta", CASES)
+def test_fast_paths_match_reference(path, kind, method, n, d, beta):
+    x0 = uniform(n, d, np.random.default_rng(n + d))
+    dt = 0.05 if kind == "softmax" else 0.05 * np.exp(-beta)
+    status, obs, x, _ = run(path, x0, kind, beta, method, dt)
+    want_obs, want_x = ref.trajectory(x0, kind, beta, method, dt, 3, 4, 0.05)
+    assert status == 0
+    assert_matches_reference(obs, x, want_obs, want_x)
+
+
+def test_blocked_does_not_depend_on_threads():
+    x0 = uniform(300, 24, np.random.default_rng(1))  # two row tiles: 256 + 44
+    kw = dict(beta=3.0, method="rk4", stride=2, n_saves=2)
+    with threadpool_limits(1, user_api="blas"):
+        want = run("blocked", x0, **kw)
+        got = run("blocked", x0, **kw, threads=3)
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
+    # multi-threaded BLAS changes last bits (seen at this size), so a run would depend on the
+    # worker count; the runner holds it to one thread whatever --workers says
+    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
+    raw = {"name": "big", "model": {"n": 300, "d": 24, "beta": 3.0},
+           "integrate": {"method": "rk4", "dt": 0.1, "t_max": 0.2, "save_every": 0.2},
+           "grid": {"seed": [0, 1, 2]}}
+    cfg = config.from_dict(raw)
+    jobs = expand(cfg)
+    with threadpool_limits(1, user_api="blas"):
+        want = [simulate.simulate(job).observables for job in jobs]
+    # three jobs on two threads run side by side; one job alone shares its tiles over both
+    for k, (workers, count) in enumerate([(1, 3), (2, 3), (2, 1)]):
+        store = Store(tmp_path / f"run{k}.nc", cfg.hash)
+        runner.run(jobs[:count], store, workers=workers)
+        for job, obs in zip(jobs[:count], want):
+            np.testing.assert_array_equal(store.read(job).observables, obs)
+
+
+@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_float32_tracks_float64(path, method):
+    x0 = uniform(12, 5, np.random.default_rng(3))
+    _, obs64, x64, _ = run(path, x0, beta=2.0, method=method, stride=4, n_saves=6)
+    status, obs32, x32, _ = run(path, x0, beta=2.0, method=method, stride=4, n_saves=6,
+                                dtype=np.float32)
+    assert status == 0 and x32.dtype == np.float32
+    np.testing.assert_allclose(x32, x64, atol=1e-5)
+    np.testing.assert_allclose(obs32[:, :4], obs64[:, :4], atol=1e-5)
+    np.testing.assert_allclose(obs32[:, 6:], obs64[:, 6:], rtol=1e-5)
+
+
+@pytest.mark.parametrize("path", ["rows", "blocked"])
+def test_huge_beta_softmax_stays_on_the_sphere(path):
+    x0 = uniform(10, 3, np.random.default_rng(1))
+    status, obs, x, _ = run(path, x0, beta=1e3, dt=0.1, stride=5, n_saves=3)
+    assert status == 0 and np.isfinite(x).all() and np.isfinite(obs[:, :6]).all()
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-14)
+
+
+@pytest.mark.parametrize("path", ["rows", "blocked"])
+def test_trajectory_and_stop_flag(path):
+    x0 = uniform(5, 3, np.random.default_rng(2))
+    status, _, x, traj = run(path, x0, stride=2, n_saves=4, trajectory=True)
+    np.testing.assert_array_equal(traj[0], x0)
+    np.testing.assert_array_equal(traj[-1], x)
+    kernel = integrate_rows if path == "rows" else integrate_blocked
+    obs = np.full((4, len(OBSERVABLES)), np.nan)
+    status, saved = kernel(x0.copy(), 1.0, True, 0, 0.05, 2, 1e-3, obs,
+                           np.zeros((0, 5, 3)), np.ones(1, dtype=np.int64))
+    assert (status, saved) == (3, 1) and np.isnan(obs[1:]).all()
+
+
+def jobs(betas=(0.0, 2.0), **model):
+    raw = {"name": "t", "model": {"n": 8, "d": 3, **model},
+           "integrate": {"method": "rk4", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
+           "grid": {"beta": list(betas)}}
+    return expand(config.from_dict(raw))
+
+
+def test_strategy_follows_size_and_model(monkeypatch):
+    assert [simulate.strategy(j) for j in jobs()] == ["rows", "rows"]
+    # beyond these, the fast kernels' exponent range would clamp: the general path runs
+    assert [simulate.strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [
+        "rows", "general"]
+    assert [simulate.strategy(j) for j in jobs([1e3, 1e5])] == ["rows", "general"]
+    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
+    assert [simulate.strategy(j) for j in jobs()] == ["blocked", "blocked"]
+
+
+@pytest.mark.parametrize("min_n", [8, 10_000])
+def test_simulate_fast_equals_general_path(monkeypatch, min_n):
+    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+    for job in jobs():
+        fast = simulate.simulate(job, "final")
+        monkeypatch.setattr(simulate, "_use_fast_path", lambda job: False)
+        general = simulate.simulate(job, "final")
+        monkeypatch.undo()
+        monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+        np.testing.assert_allclose(fast.positions, general.positions, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(fast.observables, general.observables, rtol=1e-12, atol=1e-12)
