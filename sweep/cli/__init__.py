@@ -1,0 +1,89 @@
+"""The `sweep` command line: thin commands that parse, call one library function and print.
+
+This package is the only place that prints or exits. User mistakes become one line on stderr
+and exit code 2; failed jobs exit 1; Ctrl-C exits 130. Here: the Typer app, the consoles,
+the error mapping and the options several commands share; the commands live in
+sweeping (plan, run, merge), scheduling (status, submit, compile), analysis (show,
+threshold, plot, theory) and models (probe, extract), each registering on `app`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from sweep import __version__
+from sweep import cluster as cluster  # re-exported: tests patch sweep.cli.cluster.task_cpus
+from sweep.config import Config, ConfigError, load
+from sweep.store import StoreError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Phase-diagram sweeper for self-attention particle dynamics.")
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+ConfigArg = Annotated[Path, typer.Argument(help="YAML config file.", show_default=False)]
+SetOpt = Annotated[list[str] | None, typer.Option(
+    "--set", help="Override a config key by dotted path, YAML-typed: --set model.beta=2.5")]
+OutOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Results path (default: output.path of the config).")]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    first = message.strip().splitlines()[0] if message.strip() else "failed"
+    err.print(f"[bold red]error:[/] {escape(first)}", soft_wrap=True)  # one line, always
+    return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def user_errors():
+    """Turn domain errors into one line on stderr and the SPEC's exit codes."""
+    try:
+        yield
+    except ConfigError as e:
+        raise fail(str(e), 2) from None
+    except StoreError as e:
+        raise fail(str(e), 1) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"sweep {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version.")] = False):
+    """Phase-diagram sweeper for self-attention particle dynamics."""
+
+
+def _load(config: Path, sets: list[str] | None) -> Config:
+    return load(config, sets or [])
+
+
+def _output(cfg: Config, path: Path | None) -> Path:
+    return Path(path) if path is not None else Path(cfg.output.path)
+
+
+def _summary(values: tuple) -> str:
+    shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
+    return ", ".join(shown) if len(shown) <= 6 else ", ".join(shown[:3] + ["..."] + shown[-2:])
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+# Registration happens on import; this order is the order of `sweep --help`.
+from sweep.cli import sweeping, scheduling, analysis, models  # noqa: E402, F401, I001

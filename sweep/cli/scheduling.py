@@ -1,0 +1,129 @@
+"""Commands for a cluster: status (what is missing, which shards to rerun), submit (a job
+array plus a merge job) and compile (the kernel cache the array tasks share)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sweep import cluster
+from sweep import submit as scheduler
+from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
+from sweep.config import ConfigError
+from sweep.grid import expand
+from sweep.store import Store
+
+
+@app.command()
+def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+           shards: Annotated[int | None, typer.Option(
+               "--shards", min=1, help="K of the job array, for the list of shards to rerun "
+               "(default: K of the last `sweep submit`).")] = None):
+    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
+    with user_errors():
+        cfg = _load(config, sets)
+        store = Store(_output(cfg, path), cfg.hash)
+        found = cluster.survey(expand(cfg), store)
+    damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
+    out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
+              f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
+              f"(config hash {cfg.hash}, parts in {store.dir})")
+    if found.missing:
+        out.print(f"missing: {_indices(found.missing)}")
+    for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
+        for job, error in listed[:20]:
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
+    if found.strays:
+        out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
+                  "config or grid wrote them)")
+    _print_rerun(found, shards, store, config)
+
+
+def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config: Path) -> None:
+    """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
+    record = scheduler.submitted(store.output) or {}
+    k = shards or record.get("shards")
+    if k is None:
+        if found.rerun(1):
+            out.print("pass --shards K for the shards of a K-task array to rerun")
+        return
+    rerun = found.rerun(k)
+    if not rerun:
+        out.print(f"shards to rerun (K={k}): none")
+        return
+    spec = cluster.array_spec(rerun)
+    out.print(f"shards to rerun (K={k}): --array={spec}")
+    script = scheduler.jobs_dir(store.output) / "array.sbatch"
+    if record.get("shards") == k and script.is_file():
+        print(f"  sbatch --array={spec} {script}")
+        print(f"  then: sbatch --dependency=afterok:<that job> {script.with_name('merge.sbatch')}"
+              f" (or sweep merge {config} once it is done)")
+
+
+def _indices(jobs) -> str:
+    shown = ", ".join(str(j.index) for j in jobs[:20])
+    return shown + (f" and {len(jobs) - 20} more" if len(jobs) > 20 else "")
+
+
+@app.command("submit")
+def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+               shards: Annotated[int, typer.Option(
+                   "--shards", min=1, help="K: array tasks; task I runs jobs I, I + K, ...")]
+               = ...,
+               parallel: Annotated[int | None, typer.Option(
+                   "--parallel", min=1, help="P: at most this many tasks at once (%P).")]
+               = None,
+               scheduler_name: Annotated[str, typer.Option(
+                   "--scheduler", help="Which scheduler's scripts to write: slurm.")]
+               = "slurm",
+               dry_run: Annotated[bool, typer.Option(
+                   "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
+               scheduler_args: Annotated[list[str] | None, typer.Option(
+                   "--scheduler-arg", help="An option for both scripts, e.g. "
+                   "--scheduler-arg=--time=02:00:00 (repeatable).")] = None,
+               workers: Annotated[int | None, typer.Option(
+                   "--workers", min=1, help="Jobs at once in each task (default: its CPUs).")]
+               = None):
+    """Write a job-array script plus a merge job (afterok) and submit both.
+
+    The kernels are compiled once into NUMBA_CACHE_DIR (default <output>.jobs/numba-cache)
+    before the array starts; on a shared file system every task then only reads that cache.
+    """
+    with user_errors():
+        cfg = _load(config, sets)
+        n_jobs = len(expand(cfg))
+        if scheduler_name not in scheduler.SCHEDULERS:
+            raise ConfigError(f"--scheduler {scheduler_name}: one of "
+                              + " | ".join(scheduler.SCHEDULERS))
+        plan = scheduler.make_plan(cfg.name, config, sets or [], _output(cfg, path), shards,
+                                   parallel, workers, scheduler_args)
+        if shards > n_jobs:
+            err.print(f"note: {shards} shards for {n_jobs} job(s); shards {n_jobs} to "
+                      f"{shards - 1} have nothing to do")
+        if dry_run:
+            for name, text in (("array.sbatch", scheduler.slurm_array(plan)),
+                               ("merge.sbatch", scheduler.slurm_merge(plan))):
+                print(f"# ---- {plan.jobs_dir / name}\n{text}")
+            return
+        array_id, merge_id = scheduler.submit(plan, cfg.hash)
+    out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
+              f"{plan.logs}", markup=False)
+    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
+              markup=False)
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
+              markup=False)
+
+
+@app.command("compile")
+def compile_cmd(config: ConfigArg, sets: SetOpt = None):
+    """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
+    from sweep.simulate import warm_up
+
+    with user_errors():
+        dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}
+    warm_up(dtypes)
+    cache = os.environ.get("NUMBA_CACHE_DIR") or "Numba's default cache"
+    out.print(f"kernels compiled ({', '.join(sorted(dtypes))}) into {cache}")
