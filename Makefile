@@ -107,5 +107,5 @@ results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/inde
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
 figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
-                               figures/trained_vs_random.py
+                               figures/trained_vs_random.py sweep/plots.py
 	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@

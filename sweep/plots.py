@@ -1,4 +1,5 @@
-"""Figures: phase diagrams (heatmaps with thresholds and theory) and line plots.
+"""Figures: phase diagrams (heatmaps with thresholds and theory), line plots, and trained
+versus random attention matrices.
 
 The only module that imports matplotlib, and only when a figure is drawn (Agg backend, no
 display needed). The file format follows the extension: .png, .pdf, .svg.
@@ -6,6 +7,7 @@ display needed). The file format follows the extension: .png, .pdf, .svg.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -281,3 +283,68 @@ def _theory(ax, theory, x, y, facet, value, at) -> None:
         raise ConfigError(f"theory file ({kind}): has no curve over ({x}, {y}); equiangular "
                           "fits (beta, time), kappa-c fits (beta, noise)")
     ax.plot(at(x, curve[x]), at(y, curve[y]), color="tab:red", ls="--", lw=1.6, label=text)
+
+
+def trained_vs_random(sim, probe, path) -> Path:
+    """Simulations under identity, norm-matched Gaussian and trained attention matrices (one
+    row per beta: mean_cosine and clustered_fraction against time, mean over seeds), beside
+    the trained model's own layers. Save it at dpi 100.
+
+    sim: `sweep run configs/trained-vs-random.yaml`, whose zip dimension `qk` holds
+    "identity", ".../layer<l>_qk_gaussian.npy" and ".../layer<l>_qk.npy" (one line each);
+    probe: `sweep probe` of the same model (per-layer observables over `layer`).
+    """
+    path = Path(path)
+    plt = _pyplot()
+    mean = sim.mean("seed") if "seed" in sim.dims else sim
+    betas = mean.beta.values if "beta" in mean.dims else [None]
+    fig, axes = plt.subplots(len(betas), 3, figsize=(14, 4 * len(betas)), squeeze=False,
+                             layout="constrained")
+    colours = plt.cm.viridis([0.0, 0.2, 0.4, 0.6, 0.75, 0.9])
+    for row, beta in zip(axes, betas):
+        at = mean.sel(beta=beta) if beta is not None else mean
+        for qk in at.qk.values:
+            for ax, var in zip(row[:2], ("mean_cosine", "clustered_fraction")):
+                ax.plot(at.time, at[var].sel(qk=qk), **_matrix_style(str(qk), colours))
+                ax.set_xlabel("time t")
+                ax.set_ylabel(var)
+                ax.set_title(f"simulation at beta = {beta:g}: {var}", fontsize=9)
+    axes[0, 0].legend(fontsize=7, ncol=2)
+    _probe_panels(axes[:, 2], probe)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def matrix_kind(label: str) -> tuple[str, int]:
+    """('identity' | 'gaussian' | 'trained', layer) of a `qk` coordinate."""
+    found = re.search(r"layer(\d+)_qk(_gaussian)?\.npy", label)
+    if not found:
+        return "identity", 0
+    return ("gaussian" if found.group(2) else "trained"), int(found.group(1))
+
+
+def _matrix_style(label: str, colours) -> dict:
+    what, layer = matrix_kind(label)
+    if what == "identity":
+        return dict(color="black", lw=2.5, label="identity")
+    if what == "trained":
+        return dict(color=colours[layer - 1], lw=1.8, label=f"trained L{layer}")
+    return dict(color=colours[layer - 1], lw=1.0, ls="--", label=f"Gaussian L{layer}")
+
+
+def _probe_panels(column, probe) -> None:
+    """The trained model itself by layer; below it, (mean |h|)^2, the beta its scores imply."""
+    for var, style in (("mean_cosine", "o-"), ("coarse_clustered_fraction", "s-"),
+                       ("pc1_share", "^-")):
+        column[0].plot(probe.layer, probe[var], style, label=var)
+    column[0].set_title(f"{probe.attrs.get('model')} itself: {probe.attrs.get('n_tokens')} "
+                        f"tokens, coarse: cosine > {probe.attrs.get('cosine_threshold')}",
+                        fontsize=9)
+    column[0].legend(fontsize=8)
+    if len(column) > 1:
+        column[1].plot(probe.layer, probe.token_norm**2, "o-", color="grey")
+        column[1].set_title("(mean |h|)^2: the beta of its scores on unit tokens", fontsize=9)
+    for ax in column:
+        ax.set_xlabel("layer (0 = embeddings)")

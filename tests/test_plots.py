@@ -179,3 +179,33 @@ def test_without_matplotlib_plot_says_which_extra(results, tmp_path, monkeypatch
     r = invoke("plot", results, "--var", "clustered_fraction", "--x", "time", "--sel", "d=8",
                "-o", tmp_path / "x.png")
     assert r.exit_code == 2 and "sweep[plot]" in r.output
+
+
+@pytest.mark.parametrize("label,kind", [
+    ("identity", ("identity", 0)),
+    ("../results/minilm/layer3_qk_gaussian.npy", ("gaussian", 3)),
+    ("../results/minilm/layer6_qk.npy", ("trained", 6)),
+])
+def test_matrix_kind_reads_the_qk_coordinate(label, kind):
+    from sweep import plots
+
+    assert plots.matrix_kind(label) == kind
+
+
+@pytest.mark.parametrize("betas", [[1.0], [1.0, 100.0]])
+def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
+    from sweep import plots
+
+    labels = ["identity", "m/layer1_qk_gaussian.npy", "m/layer1_qk.npy"]
+    cos = np.linspace(0.0, 1.0, 5) * np.ones((len(labels), len(betas), 2, 1))
+    dims = ("qk", "beta", "seed", "time")
+    sim = xr.Dataset({"mean_cosine": (dims, cos), "clustered_fraction": (dims, cos**2)},
+                     coords={"qk": labels, "beta": betas, "seed": [0, 1], "time": np.arange(5.)})
+    layer = np.arange(7)
+    probe = xr.Dataset({v: ("layer", layer / 7) for v in ("mean_cosine", "pc1_share",
+                                                          "coarse_clustered_fraction")}
+                       | {"token_norm": ("layer", layer + 10.0)}, coords={"layer": layer},
+                       attrs={"model": "m", "n_tokens": 9, "cosine_threshold": 0.9})
+    done = plots.trained_vs_random(sim, probe, tmp_path / "fig" / "t.png")
+    assert done == tmp_path / "fig" / "t.png"
+    assert image_size(done) == (400 * len(betas), 1400)  # 14 x 4 inches per row at dpi 100
