@@ -60,7 +60,7 @@ def extract_cmd(directory: Annotated[Path, typer.Option(
                     "--controls", help="Also write norm-matched Gaussian matrices "
                                        "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy).")]
                 = False):
-    """Each layer's attention as [heads, d, d] .npy files for the `qk:` and `v:` keys."""
+    """Each layer's attention as .npy files of shape (heads, d, d) for the `qk:` and `v:` keys."""
     from sweep import bert, probe
 
     with user_errors():
