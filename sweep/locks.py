@@ -10,6 +10,7 @@ been refreshed for `STALE_AFTER` seconds (an owner on another host that crashed)
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -20,6 +21,7 @@ from pathlib import Path
 
 HEARTBEAT = 30.0
 STALE_AFTER = 600.0
+UNWRITTEN_AFTER = 10.0  # writing an owner takes microseconds
 HOST = socket.gethostname()
 
 
@@ -56,6 +58,8 @@ def is_stale(path: Path, owner: dict, now: float | None = None) -> bool:
         return True
     if age > STALE_AFTER:
         return True
+    if not owner and age > UNWRITTEN_AFTER:
+        return True  # empty or unreadable: its writer died between creating and writing it
     if owner.get("host") == HOST and isinstance(owner.get("pid"), int):
         return not pid_alive(owner["pid"])
     return False
@@ -90,21 +94,43 @@ class JobLocks:
         return False
 
     def _create(self, name: str) -> bool:
+        """Write the owner to a temp file, then hard-link it into place: the link is atomic
+        and fails if the lock exists, so a lock file is never seen empty or half-written
+        (a kill between creating and writing it would otherwise hold the job for
+        STALE_AFTER). Where hard links are not supported, O_EXCL then write."""
         token = uuid.uuid4().hex
         owner = {"host": HOST, "pid": os.getpid(), "token": token, "since": time.time()}
+        text = json.dumps(owner).encode()
+        # the name ends in .<host>.<pid>.<thread>.tmp, so store.remove_abandoned clears it
+        tmp = self.dir / f".{name}.lock.{HOST}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            tmp.write_bytes(text)
+            os.link(tmp, self.path(name))
+        except FileExistsError:
+            return False
+        except OSError as err:
+            if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            if not self._create_exclusive(name, text):
+                return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        with self._mutex:
+            self.held[name] = token
+        return True
+
+    def _create_exclusive(self, name: str, text: bytes) -> bool:
         try:
             fd = os.open(self.path(name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             return False
         try:
-            os.write(fd, json.dumps(owner).encode())
+            os.write(fd, text)
         except OSError:  # e.g. a full disk: leave no empty lock behind
             os.close(fd)
             self.path(name).unlink(missing_ok=True)
             raise
         os.close(fd)
-        with self._mutex:
-            self.held[name] = token
         return True
 
     def _break(self, path: Path, owner: dict) -> bool:

@@ -148,15 +148,43 @@ def test_runner_breaks_the_lock_of_a_dead_run(tmp_path):
     assert not list(store.dir.glob("*.lock"))
 
 
-def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch):
-    def full(fd, data):
+@pytest.mark.parametrize("links", [True, False], ids=["hard-link", "exclusive-create"])
+def test_a_lock_that_cannot_be_written_is_not_left_behind(tmp_path, monkeypatch, links):
+    def full(*args):
         raise OSError(28, "No space left on device")
 
+    def no_links(*args):
+        raise OSError(1, "Operation not permitted")
+
     with monkeypatch.context() as patch:
-        patch.setattr(locks.os, "write", full)
+        if links:
+            patch.setattr(type(tmp_path), "write_bytes", full)
+        else:
+            patch.setattr(locks.os, "link", no_links)
+            patch.setattr(locks.os, "write", full)
         with pytest.raises(OSError):
             JobLocks(tmp_path).acquire("job")
-    assert not (tmp_path / "job.lock").exists()
+    assert not list(tmp_path.iterdir())
+
+
+def test_without_hard_links_locks_still_exclude(tmp_path, monkeypatch):
+    def no_links(*args):
+        raise OSError(1, "Operation not permitted")
+
+    monkeypatch.setattr(locks.os, "link", no_links)
+    first, second = JobLocks(tmp_path), JobLocks(tmp_path)
+    assert first.acquire("job") and not second.acquire("job")
+    first.release("job")
+    assert second.acquire("job")
+
+
+def test_an_empty_lock_left_by_a_killed_writer_is_broken(tmp_path):
+    path = tmp_path / "job.lock"
+    path.write_bytes(b"")  # killed between creating the file and writing its owner
+    assert not JobLocks(tmp_path).acquire("job")  # a writer may still be on its way
+    old = time.time() - 2 * locks.UNWRITTEN_AFTER
+    os.utime(path, (old, old))
+    assert JobLocks(tmp_path).acquire("job")
 
 
 def test_release_on_a_disk_gone_read_only_does_not_raise(tmp_path, monkeypatch):
