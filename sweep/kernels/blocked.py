@@ -67,8 +67,8 @@ class Blocked:
 
     Rows go in tiles of TILE: each tile's products are separate single-threaded BLAS calls,
     so the numbers depend on TILE but not on how many threads share the tiles out. The Gram
-    matrix is never whole: each of `threads` slots holds one tile of it, gram[s]: [TILE, n],
-    and works through tiles s, s + threads, ... (memory TILE n per thread, not n^2).
+    matrix is never whole: each of min(threads, tiles) slots holds one tile of it, gram[s]:
+    [TILE, n], and works through tiles s, s + slots, ... (memory TILE n per thread, not n^2).
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
