@@ -25,7 +25,7 @@ from sweep.kernels import (
     dynamics,
     integrate,
 )
-from sweep.kernels.blocked import integrate_blocked
+from sweep.kernels.blocked import TILE, integrate_blocked
 from sweep.kernels.fast import integrate_rows
 
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
@@ -197,10 +197,15 @@ def job_flop(job: Job) -> float:
 
 
 def job_bytes(job: Job, positions: str = "none") -> int:
+    """Bytes one job holds: state, stages, scratch, series and positions. Only "rows" jobs
+    (n < BLOCKED_MIN_N) hold an n x n Gram matrix; a "blocked" job holds a [TILE, n] tile of it
+    (and 4 n-vectors) per thread, counted here for one thread: a job sharing its tiles over T
+    threads holds less than T one-thread jobs, which is what resources.need budgets."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
-    gram = {"general": 0, "rows": n * n * 8, "blocked": n * n * item}[strategy(job)]
+    tile = min(TILE, n) * n * item + 4 * n * 8
+    gram = {"general": 0, "rows": n * n * 8, "blocked": tile}[strategy(job)]
     return 7 * n * d * item + 4 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + gram
 
 

@@ -1,6 +1,9 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
 reference, and the choice between them in simulate."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
@@ -9,8 +12,8 @@ import reference as ref
 from helpers import assert_matches_reference
 from sweep import config, runner, simulate
 from sweep.grid import expand
-from sweep.kernels import METHOD_CODES, OBSERVABLES
-from sweep.kernels.blocked import integrate_blocked
+from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
+from sweep.kernels.blocked import TILE, Blocked, integrate_blocked
 from sweep.kernels.expfast import exp_inplace
 from sweep.kernels.fast import integrate_rows
 from sweep.states import uniform
@@ -66,6 +69,61 @@ def test_blocked_does_not_depend_on_threads():
         got = run("blocked", x0, **kw, threads=3)
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_blocked_clusters_span_tiles_and_threads():
+    # four tight clusters shuffled over three row tiles: each thread's union-find forest sees
+    # a share of the close pairs, and the merged forest must give the reference's clusters
+    rng = np.random.default_rng(5)
+    x0 = uniform(4, 3, rng)[rng.integers(0, 4, 600)] + 1e-3 * rng.standard_normal((600, 3))
+    x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
+    kw = dict(beta=1.0, stride=2, n_saves=2)
+    with threadpool_limits(1, user_api="blas"):
+        _, obs, x, _ = run("blocked", x0, **kw)
+        got = run("blocked", x0, **kw, threads=3)
+    np.testing.assert_array_equal(got[1], obs)
+    np.testing.assert_array_equal(got[2], x)
+    want_obs, want_x = ref.trajectory(x0, "softmax", 1.0, "euler", 0.05, 2, 2, 0.05)
+    assert_matches_reference(obs, x, want_obs, want_x)
+    assert obs[0, OBSERVABLES.index("n_clusters")] == 4
+
+
+def blocked_bytes(n, threads):
+    work = Blocked(uniform(n, 4, np.random.default_rng(0)), 1.0, True, threads=threads)
+    return sum(a.nbytes for a in vars(work).values() if isinstance(a, np.ndarray))
+
+
+def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes():
+    # a [TILE, n] tile of the Gram matrix per thread, never n x n (16x from n = 1000 to 4000)
+    small, large = blocked_bytes(1000, 1), blocked_bytes(4000, 1)
+    assert large == pytest.approx(4 * small, rel=0.01)
+    assert blocked_bytes(4000, 3) - large == pytest.approx(2 * TILE * 4000 * 8, rel=0.02)
+    (job,) = jobs([1.0], n=4000, d=4)
+    assert simulate.strategy(job) == "blocked"
+    assert large <= simulate.job_bytes(job) < 1.1 * large
+
+
+def general_kernel(x, beta, softmax, *args):
+    return integrate(x, dynamics("softmax" if softmax else "unnormalized", beta), *args)
+
+
+@pytest.mark.parametrize("kernel", [general_kernel, integrate_rows, integrate_blocked])
+def test_stop_flag_is_polled_every_step(kernel):
+    # a save interval of 10^9 steps would run for hours: only a per-step poll returns
+    x0 = uniform(6, 3, np.random.default_rng(4))
+    x, stop, obs = x0.copy(), np.zeros(1, dtype=np.int64), np.full((2, len(OBSERVABLES)), np.nan)
+    args = (METHOD_CODES["euler"], 1e-3, 10**9, 1e-3, obs, np.zeros((0, 6, 3)), stop)
+    result = []
+    worker = threading.Thread(target=lambda: result.append(tuple(kernel(x, 1.0, True, *args))),
+                              daemon=True)
+    worker.start()
+    deadline = time.monotonic() + 60
+    while np.array_equal(x, x0) and time.monotonic() < deadline:
+        time.sleep(1e-3)  # x moves only once the stepping (past save 0's poll) has begun
+    stop[0] = 1
+    worker.join(60)
+    assert result == [(3, 1)]
+    assert np.isfinite(obs[0]).all() and np.isnan(obs[1]).all()
 
 
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):

@@ -8,8 +8,10 @@ Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one
 The time loop runs in Python: at n >= 256 one step costs a millisecond or more, so the call
 overhead is noise. Rows are cut into fixed tiles of TILE whose four stages are independent,
 so threads (GIL released in BLAS and in the Numba passes) share the tiles out with one
-barrier per velocity evaluation; BLAS itself is held to one thread by the runner, which runs
-such jobs one at a time with every thread (one level of parallelism).
+barrier per velocity evaluation. G and W exist one tile at a time ([TILE, n] per thread), and
+the observables at a save are gathered from the same tiles, so a job needs O(TILE n) memory
+per thread, never n x n (n = 50,000 would be 20 GB). BLAS itself is held to one thread by
+the runner, which runs such jobs one at a time with every thread (one level of parallelism).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp_inplace
-from sweep.kernels.gramobs import stats_rows, summarize
+from sweep.kernels.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
@@ -64,48 +66,58 @@ class Blocked:
     """Work arrays for one system x: [n, d], allocated once per job, reused every step.
 
     Rows go in tiles of TILE: each tile's products are separate single-threaded BLAS calls,
-    so the numbers depend on TILE but not on how many threads share the tiles out.
+    so the numbers depend on TILE but not on how many threads share the tiles out. The Gram
+    matrix is never whole: each of min(threads, tiles) slots holds one tile of it, gram[s]:
+    [TILE, n], and works through tiles s, s + slots, ... (memory TILE n per thread, not n^2).
     """
 
-    def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None):
+    def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
         n, d = x.shape
         self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
-        self.gram = np.empty((n, n), dtype=x.dtype)
+        self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
+        slots = max(1, min(threads, len(self.tiles)))
+        self.gram = np.empty((slots, min(TILE, n), n), dtype=x.dtype)
         self.xt = np.empty((d, n), dtype=x.dtype)
         self.v = np.empty((n, d), dtype=x.dtype)
         self.ws = np.empty((5, n, d), dtype=x.dtype)
-        self.z = np.empty(n)
-        self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
-        self.a, self.t = np.empty((len(self.tiles), n)), np.empty((len(self.tiles), n))
-        self.map = pool.map if pool is not None else map
+        self.z, self.rows = np.empty(n), np.empty((n, 4))
+        self.a, self.t = np.empty((slots, n)), np.empty((slots, n))
+        self.forests = np.empty((slots, n), dtype=np.int64)  # close pairs seen by each slot
+        self.close = np.zeros(slots, dtype=np.int64)
+        self.map = pool.map if pool is not None and slots > 1 else map
 
     def each_tile(self, fn, *args) -> None:
-        list(self.map(lambda k: fn(k, *args), range(len(self.tiles))))
+        """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
+        slots, count = len(self.gram), len(self.tiles)
+        list(self.map(lambda s: [fn(s, k, *args) for k in range(s, count, slots)], range(slots)))
 
-    def gram_tile(self, k: int, x: np.ndarray) -> None:
+    def gram_tile(self, s: int, k: int, x: np.ndarray) -> np.ndarray:
+        """Rows lo..hi-1 of x x^T into slot s's buffer; returns that [hi - lo, n] view."""
         lo, hi = self.tiles[k]
-        np.matmul(x[lo:hi], self.xt, out=self.gram[lo:hi])
+        return np.matmul(x[lo:hi], self.xt, out=self.gram[s, :hi - lo])
 
-    def velocity_tile(self, k: int, x: np.ndarray, out: np.ndarray) -> None:
+    def velocity_tile(self, s: int, k: int, x: np.ndarray, out: np.ndarray) -> None:
         lo, hi = self.tiles[k]
-        self.gram_tile(k, x)
-        exp_rows(self.gram[lo:hi], self.beta, self.c, self.z[lo:hi], self.a[k], self.t[k])
-        np.matmul(self.gram[lo:hi], x, out=self.v[lo:hi])
+        g = self.gram_tile(s, k, x)
+        exp_rows(g, self.beta, self.c, self.z[lo:hi], self.a[s], self.t[s])
+        np.matmul(g, x, out=self.v[lo:hi])
         finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, out[lo:hi])
 
-    def stats_tile(self, k: int, rows: np.ndarray) -> None:
-        lo, hi = self.tiles[k]
-        stats_rows(self.gram, lo, hi, self.beta, self.c, self.a[k], self.t[k], rows)
+    def observe_tile(self, s: int, k: int, x: np.ndarray, eps: float) -> None:
+        lo = self.tiles[k][0]
+        g = self.gram_tile(s, k, x)
+        stats_tile(g, lo, self.beta, self.c, self.a[s], self.t[s], self.rows)
+        self.close[s] += link_tile(g, lo, eps, self.forests[s])
 
-    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, rows: np.ndarray) -> None:
-        """out[:] = the observables of x (gramobs.py), row statistics tile by tile."""
-        self.form_gram(x)
-        self.each_tile(self.stats_tile, rows)
-        summarize(x, self.gram, self.beta, self.c, eps, out, rows)
-
-    def form_gram(self, x: np.ndarray) -> None:
+    def observe(self, x: np.ndarray, eps: float, out: np.ndarray) -> None:
+        """out[:] = the observables of x (gramobs.py), row statistics and close pairs tile by
+        tile; the slots' forests are merged at the end (the same clusters for any split)."""
         np.copyto(self.xt, x.T)
-        self.each_tile(self.gram_tile, x)
+        self.forests[:] = np.arange(x.shape[0])
+        self.close[:] = 0
+        self.each_tile(self.observe_tile, x, eps)
+        summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta, self.c,
+                          out)
 
     def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
         np.copyto(self.xt, x.T)
@@ -139,20 +151,20 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
     """drive.integrate for one large system, with fast.integrate_rows' arguments and results;
     threads share the row tiles out. Call with BLAS held to one thread (runner.py does)."""
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        return _integrate(Blocked(x, beta, softmax, pool), x, method, dt, save_stride, eps,
-                          obs, traj, stop)
+        return _integrate(Blocked(x, beta, softmax, pool, threads), x, method, dt, save_stride,
+                          eps, obs, traj, stop)
 
 
 def _integrate(work, x, method, dt, save_stride, eps, obs, traj, stop):
-    n = x.shape[0]
-    rows = np.empty((n, 4))
     for s in range(obs.shape[0]):
         if s > 0:
             for _ in range(save_stride):
+                if stop[0] != 0:  # per step, as drive.integrate: long save intervals stop fast
+                    return STOPPED, s
                 work.step(x, method, dt)
         if not all_finite(x):
             return NONFINITE, s
-        work.observe(x, eps, obs[s], rows)
+        work.observe(x, eps, obs[s])
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

@@ -116,6 +116,8 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     for s in range(obs.shape[0]):
         if s > 0:
             for _ in range(save_stride):
+                if stop[0] != 0:  # per step, as drive.integrate: long save intervals stop fast
+                    return STOPPED, s
                 step_rows(xt, beta, c, softmax, method, dt, ws, z, e, t)
                 _store(xt, x)
         if not all_finite(x):

@@ -1,5 +1,8 @@
 """The NAMES observables from a Gram matrix G = x x^T, for the fast paths (fast.py, blocked.py).
 
+blocked.py never holds G whole: it passes row tiles of it (stats_tile, link_tile), so every
+per-row and per-pair quantity here is a function of one row of G at a time.
+
 Same columns and definitions as observables.observe, rearranged so no pass needs a scalar
 libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row maximum on the
 sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
@@ -42,18 +45,45 @@ def row_stats(g, i, beta, c, a, t, rows):
 @jit_fast
 def link_close_pairs(gram, eps, parent):
     """Union-find over the graph <x_i, x_j> > 1 - eps; returns the number of ordered pairs."""
-    n = gram.shape[0]
-    for i in range(n):
+    for i in range(gram.shape[0]):
         parent[i] = i
+    return link_tile(gram, 0, eps, parent)
+
+
+@jit_fast
+def link_tile(tile, lo, eps, parent):
+    """link_close_pairs for the pairs i < j with i in rows lo .. lo + len(tile) - 1 of the Gram
+    matrix, given as tile: [rows, n]; adds them to the forest parent: [n] int64."""
     close = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            if gram[i, j] > 1.0 - eps:
+    for r in range(tile.shape[0]):
+        g, i = tile[r], lo + r
+        for j in range(i + 1, tile.shape[1]):
+            if g[j] > 1.0 - eps:
                 close += 2
-                a, b = _find(parent, i), _find(parent, j)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+                _union(parent, i, j)
     return close
+
+
+@jit_fast
+def _union(parent, i, j):
+    """Hang the larger root under the smaller: every root stays the least index of its component
+    whatever order the pairs arrive in, so forests built from any split of the pairs agree."""
+    a, b = _find(parent, i), _find(parent, j)
+    if a != b:
+        parent[max(a, b)] = min(a, b)
+
+
+@jit_fast
+def merge_forests(forests):
+    """Fold forests[1:] into forests[0], which then holds the components of all their pairs.
+
+    forests: [k, n] int64, one union-find forest per share of the close pairs.
+    """
+    for s in range(1, forests.shape[0]):
+        for i in range(forests.shape[1]):
+            r = _find(forests[s], i)
+            if r != i:
+                _union(forests[0], i, r)
 
 
 @jit_fast
@@ -73,10 +103,11 @@ def finish(x, rows, close, parent, beta, c, out):
 
 
 @jit_fast
-def stats_rows(gram, lo, hi, beta, c, a, t, rows):
-    """row_stats for rows lo..hi-1 (independent of every other row: tiles may run at once)."""
-    for i in range(lo, hi):
-        row_stats(gram[i], i, beta, c, a, t, rows)
+def stats_tile(tile, lo, beta, c, a, t, rows):
+    """row_stats for rows lo .. lo + len(tile) - 1 of the Gram matrix, given as tile: [rows, n]
+    (independent of every other row: tiles may run at once)."""
+    for r in range(tile.shape[0]):
+        row_stats(tile[r], lo + r, beta, c, a, t, rows)
 
 
 @jit_fast
@@ -87,10 +118,18 @@ def summarize(x, gram, beta, c, eps, out, rows):
 
 
 @jit_fast
+def summarize_forests(x, rows, close, forests, beta, c, out):
+    """summarize from per-row statistics and forests of close pairs built tile by tile
+    (blocked.py): close, the number of ordered close pairs; forests: [k, n] int64."""
+    merge_forests(forests)
+    finish(x, rows, close, forests[0], beta, c, out)
+
+
+@jit_fast
 def observe_gram(x, gram, beta, c, eps, out, rows, a, t):
     """out[:] = the observables of x: [n, d] given gram = x x^T: [n, n]; serial.
 
     rows: [n, 4] float64, a, t: [n] float64 scratch.
     """
-    stats_rows(gram, 0, x.shape[0], beta, c, a, t, rows)
+    stats_tile(gram, 0, beta, c, a, t, rows)
     summarize(x, gram, beta, c, eps, out, rows)
