@@ -183,7 +183,9 @@ class Cost:
     seconds: float   # on one core, at a nominal rate
 
 
-NOMINAL_FLOPS = 1.0e9  # per core; a conservative figure for these kernels
+# Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
+# demo on this project's 2-core reference machine; good to a factor of about 2.
+NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10}
 
 
 def job_flop(job: Job) -> float:
@@ -212,4 +214,5 @@ def job_bytes(job: Job, positions: str = "none") -> int:
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:
     flop = sum(job_flop(j) for j in jobs)
     peak = max(job_bytes(j, positions) for j in jobs) / 2**20
-    return Cost(flop / 1e9, peak, flop / NOMINAL_FLOPS)
+    seconds = sum(job_flop(j) / NOMINAL_FLOPS[strategy(j)] for j in jobs)
+    return Cost(flop / 1e9, peak, seconds)

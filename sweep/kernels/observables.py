@@ -153,19 +153,14 @@ def pair_columns(x, cos_sum, cos_min, close, parent, out):
 
 @jit
 def _clusters(parent):
-    """(number of components, size of the largest) from a union-find forest."""
+    """(number of components, size of the largest) from a union-find forest, in O(n)."""
     n = parent.shape[0]
-    count = 0
+    size = np.zeros(n, dtype=np.int64)  # once per save, not per step
+    count, largest = 0, 0
     for i in range(n):
-        if _find(parent, i) == i:
+        r = _find(parent, i)
+        if r == i:
             count += 1
-    largest = 0
-    for r in range(n):
-        if parent[r] != r:
-            continue
-        size = 0
-        for i in range(n):
-            if _find(parent, i) == r:
-                size += 1
-        largest = max(largest, size)
+        size[r] += 1
+        largest = max(largest, size[r])
     return float(count), float(largest)
