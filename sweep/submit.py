@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -17,13 +18,91 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.cluster import SchedulerError
+from sweep.cluster import SchedulerError, array_spec
 
-SCHEDULERS = ("slurm",)
-
-# Seconds before the time limit at which SLURM sends SIGUSR1, so a task stops cleanly (jobs
-# in flight are abandoned, finished parts kept) instead of being killed mid-write.
+# Seconds before the time limit at which SLURM sends SIGUSR1 (LSF: minutes, rounded up), so a
+# task stops cleanly (jobs in flight are abandoned, finished parts kept) instead of being
+# killed mid-write.
 SIGNAL_LEAD = 120
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """One scheduler's directives and commands; the script writers below read only these.
+
+    Templates take {name}, {log}, {workdir}, {range} (first-last in the scheduler's own
+    numbering), {throttle}, {parallel} and {id}; a template naming {parallel} or {throttle}
+    is dropped or left empty without --parallel.
+    """
+
+    name: str
+    submit: tuple[str, ...]          # the command that submits a script (+ options)
+    suffix: str                      # of the two script files
+    prefix: str                      # of a directive line
+    head: tuple[str, ...]            # directives of both scripts (job name excepted)
+    job_name: str                    # the merge job's name directive
+    array: tuple[str, ...]           # the array script's name and array directives
+    array_log: str
+    merge_log: str
+    first: int                       # the array's first index: shard I is index I + first
+    depend: tuple[str, ...]          # submit options making the merge wait for the array
+    job_id: str                      # regular expression: group 1 is the id in the answer
+    rerun: str                       # how to resubmit the shards {range} of an array
+    body: tuple[str, ...] = ()       # lines before the command (after the exports)
+    signal: tuple[str, ...] = ()     # the warning-signal directives, unless the user gave
+    signal_opts: tuple[str, ...] = ()  # ... an option starting with one of these
+    stdin: bool = False              # the script goes on stdin (bsub reads #BSUB only there)
+    min_array: int = 1               # fewer tasks: one plain job running SWEEP_SHARD=0/1
+    lists: bool = True               # an array range may be a list such as 0-2,5
+    run: str = "exec {cmd}"          # how the script runs sweep
+
+
+SLURM = Scheduler(
+    name="slurm", submit=("sbatch", "--parsable"), suffix="sbatch", prefix="#SBATCH",
+    head=("--output={log}", "--chdir={workdir}"), job_name="--job-name={name}",
+    array=("--job-name={name}", "--array={range}{throttle}"),
+    array_log="array-%A_%a.out", merge_log="merge-%j.out", first=0,
+    depend=("--dependency=afterok:{id}",), job_id=r"^([^;\s]+)",
+    rerun="sbatch --array={range} {script}",
+    # The array's task ids are the shard numbers, also when a subset is resubmitted
+    # (sbatch --array=1,4 ...), where SLURM_ARRAY_TASK_MIN would shift them.
+    body=('export SWEEP_SHARD="${{SLURM_ARRAY_TASK_ID}}/${{SWEEP_SHARDS}}"',),
+    signal=(f"--signal=B:USR1@{SIGNAL_LEAD}",), signal_opts=("--signal",))
+
+# PBS Pro: no working-directory directive (jobs start in $HOME), arrays of >= 2 subjobs,
+# `%P` (max_run_subjobs) since PBS Pro 2020; SIGTERM, then SIGKILL, at the walltime.
+PBS = Scheduler(
+    name="pbs", submit=("qsub",), suffix="pbs", prefix="#PBS",
+    head=("-j oe", "-o {log}"), job_name="-N {name}", array=("-N {name}", "-J {range}{throttle}"),
+    array_log="array-^array_index^.out", merge_log="merge.out", first=0,
+    depend=("-W", "depend=afterok:{id}"), job_id=r"^(\S+)", rerun="qsub -J {range} {script}",
+    body=("cd {workdir}",), min_array=2, lists=False)
+
+# LSF: -wa/-wt send SIGUSR1 before the run limit; -ti cancels the merge when the array fails
+# (done() could never be satisfied, the merge would pend forever).
+LSF = Scheduler(
+    name="lsf", submit=("bsub",), suffix="lsf", prefix="#BSUB",
+    head=("-o {log}", "-cwd {workdir}"), job_name="-J {name}",
+    array=('-J "{name}[{range}]{throttle}"',), array_log="array-%J_%I.out",
+    merge_log="merge-%J.out", first=1, depend=("-w", "done({id})", "-ti"),
+    job_id=r"Job <(\d+)>", rerun='bsub -J "{name}[{range}]" < {script}',
+    signal=("-wa USR1", f"-wt {-(-SIGNAL_LEAD // 60)}"), signal_opts=("-wa", "-wt"),
+    stdin=True)
+
+# SGE: -hold_jid waits for the array to end, not to succeed; a task that exits 100 is put in
+# an error state that keeps its dependants on hold, so a failed job (exit 1) exits 100. The
+# shell ignores SIGUSR1 (sent to the whole job at s_rt) so only sweep acts on it. The shard
+# comes from SGE_TASK_ID, since a resubmitted subset (qsub -t 3) shifts SGE_TASK_FIRST.
+SGE = Scheduler(
+    name="sge", submit=("qsub", "-terse"), suffix="sge", prefix="#$",
+    head=("-S /bin/bash", "-j y", "-o {log}", "-wd {workdir}"), job_name="-N {name}",
+    array=("-N {name}", "-t {range}", "-tc {parallel}"),
+    array_log="array-$JOB_ID.$TASK_ID.out", merge_log="merge-$JOB_ID.out", first=1,
+    depend=("-hold_jid", "{id}"), job_id=r"^(\d+)", rerun="qsub -t {range} {script}",
+    body=('export SWEEP_SHARD="$((SGE_TASK_ID - 1))/${{SWEEP_SHARDS}}"',), lists=False,
+    run="trap '' USR1\n{cmd} || status=$?\nexit $(( ${status:-0} == 1 ? 100 : ${status:-0} ))")
+
+SCHEDULERS = {s.name: s for s in (SLURM, PBS, LSF, SGE)}
 
 
 @dataclass(frozen=True)
@@ -40,6 +119,7 @@ class Plan:
     scheduler_args: tuple[str, ...]
     workdir: Path
     numba_cache: Path
+    scheduler: Scheduler = SLURM
 
     @property
     def jobs_dir(self) -> Path:
@@ -48,6 +128,15 @@ class Plan:
     @property
     def logs(self) -> Path:
         return self.jobs_dir / "logs"
+
+    @property
+    def scripts(self) -> tuple[Path, Path]:
+        """The array script and the merge script."""
+        return script_paths(self.output, self.scheduler)
+
+    @property
+    def is_array(self) -> bool:
+        return self.shards >= self.scheduler.min_array
 
     def sweep(self, command: str, *extra: str) -> list[str]:
         """The command line a task execs: this interpreter, so the task gets this install."""
@@ -62,65 +151,83 @@ def jobs_dir(output: str | Path) -> Path:
     return output.with_name(output.stem + ".jobs")
 
 
+def script_paths(output: str | Path, scheduler: Scheduler) -> tuple[Path, Path]:
+    return tuple(jobs_dir(output) / f"{kind}.{scheduler.suffix}" for kind in ("array", "merge"))
+
+
 def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: int,
               parallel: int | None = None, workers: int | None = None,
-              scheduler_args: list[str] | None = None) -> Plan:
+              scheduler_args: list[str] | None = None, scheduler: str = "slurm") -> Plan:
+    if scheduler not in SCHEDULERS:
+        raise SchedulerError(f"--scheduler {scheduler}: one of {' | '.join(SCHEDULERS)}")
     for arg in scheduler_args or []:
         if "\n" in arg or not arg.startswith("-"):
             raise SchedulerError(f"--scheduler-arg {arg!r}: expected one option such as "
-                                 "--partition=short or --time=02:00:00")
+                                 "--time=02:00:00 (SLURM) or '-l walltime=02:00:00' (PBS)")
     cwd = Path.cwd()
     cache = os.environ.get("NUMBA_CACHE_DIR") or str(jobs_dir(cwd / output) / "numba-cache")
     return Plan(name, (cwd / config).resolve(), tuple(sets), (cwd / output).resolve(), shards,
-                parallel, workers, tuple(scheduler_args or ()), cwd, Path(cache).resolve())
+                parallel, workers, tuple(scheduler_args or ()), cwd, Path(cache).resolve(),
+                SCHEDULERS[scheduler])
 
 
-def slurm_array(plan: Plan) -> str:
-    """The array script: task I runs shard I of K; rerun some with sbatch --array=LIST."""
+def _fill(template: str, plan: Plan, **more: object) -> str:
+    s = plan.scheduler
     throttle = f"%{plan.parallel}" if plan.parallel else ""
+    last = s.first + plan.shards - 1
+    return template.format(workdir=plan.workdir, throttle=throttle, parallel=plan.parallel,
+                           range=_span(s.first, last), **more)
+
+
+def _span(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def array_script(plan: Plan) -> str:
+    """The array script: task I runs shard I of K (see the scheduler's `rerun` for a subset)."""
+    s, name = plan.scheduler, f"sweep-{plan.name}"
+    if plan.is_array:
+        array = [t for t in s.array if plan.parallel or "{parallel}" not in t]
+        shard = [f"export SWEEP_SHARDS={plan.shards}", *s.body]
+    else:  # too few tasks for this scheduler's arrays: one plain job runs the only shard
+        array = [s.job_name]
+        shard = [f"export SWEEP_SHARD=0/{plan.shards}",
+                 *(line for line in s.body if "SHARD" not in line)]
+    if not any(a.startswith(s.signal_opts) for a in plan.scheduler_args if s.signal_opts):
+        array += s.signal
     workers = ("--workers", str(plan.workers)) if plan.workers else ()
-    lines = _slurm_head(plan, f"sweep-{plan.name}", f"{plan.logs}/array-%A_%a.out")
-    lines.insert(2, f"#SBATCH --array=0-{plan.shards - 1}{throttle}")
-    if not any(a.startswith("--signal") for a in plan.scheduler_args):
-        lines.insert(3, f"#SBATCH --signal=B:USR1@{SIGNAL_LEAD}")
-    return "\n".join(lines + [
-        "",
-        f"export SWEEP_SHARDS={plan.shards}",
-        "# The array's task ids are the shard numbers, also when a subset is resubmitted",
-        "# (sbatch --array=1,4 ...), where SLURM_ARRAY_TASK_MIN would shift them.",
-        'export SWEEP_SHARD="${SLURM_ARRAY_TASK_ID}/${SWEEP_SHARDS}"',
-        f"export NUMBA_CACHE_DIR={shlex.quote(str(plan.numba_cache))}",
-        f"exec {shlex.join(plan.sweep('run', '--out', str(plan.output), *workers))}",
-        ""])
+    run = plan.sweep("run", "--out", str(plan.output), *workers)
+    log = s.array_log if plan.is_array else s.merge_log.replace("merge", "array")
+    return _script(plan, array, f"{plan.logs}/{log}", name, shard, run)
 
 
-def slurm_merge(plan: Plan) -> str:
-    """The merge script; submitted with --dependency=afterok:<array job>."""
-    lines = _slurm_head(plan, f"sweep-{plan.name}-merge", f"{plan.logs}/merge-%j.out")
-    return "\n".join(lines + [
-        "",
-        f"export NUMBA_CACHE_DIR={shlex.quote(str(plan.numba_cache))}",
-        f"exec {shlex.join(plan.sweep('merge', '--out', str(plan.output)))}",
-        ""])
+def merge_script(plan: Plan) -> str:
+    """The merge script; submitted with the scheduler's `depend` options on the array."""
+    s = plan.scheduler
+    return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"sweep-{plan.name}-merge",
+                   [], plan.sweep("merge", "--out", str(plan.output)), run="exec {cmd}")
 
 
-def _slurm_head(plan: Plan, job_name: str, log: str) -> list[str]:
-    return ["#!/bin/bash",
-            f"#SBATCH --job-name={job_name}",
-            f"#SBATCH --output={log}",
-            f"#SBATCH --chdir={plan.workdir}",
-            *(f"#SBATCH {arg}" for arg in plan.scheduler_args),
-            "set -eu"]
+def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
+            command: list[str], run: str | None = None) -> str:
+    s = plan.scheduler
+    directives = [_fill(d, plan, name=name, log=log) for d in [*first, *s.head]]
+    lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in directives + [*plan.scheduler_args]),
+             "set -eu", "",
+             *(_fill(line, plan) for line in body if line.startswith("export")),
+             f"export NUMBA_CACHE_DIR={shlex.quote(str(plan.numba_cache))}",
+             *(_fill(line, plan) for line in body if not line.startswith("export")),
+             (run or s.run).replace("{cmd}", shlex.join(command))]
+    return "\n".join(lines) + "\n"
 
 
 def write_scripts(plan: Plan) -> tuple[Path, Path]:
-    """Write both scripts (and the log directory: SLURM fails silently without it)."""
+    """Write both scripts (and the log directory: schedulers fail silently without it)."""
     plan.logs.mkdir(parents=True, exist_ok=True)
-    paths = plan.jobs_dir / "array.sbatch", plan.jobs_dir / "merge.sbatch"
-    for path, text in zip(paths, (slurm_array(plan), slurm_merge(plan))):
+    for path, text in zip(plan.scripts, (array_script(plan), merge_script(plan))):
         path.write_text(text)
         path.chmod(0o755)
-    return paths
+    return plan.scripts
 
 
 def compile_kernels(plan: Plan) -> None:
@@ -136,37 +243,78 @@ def compile_kernels(plan: Plan) -> None:
         raise SchedulerError(f"compiling the kernels failed: {_last_line(done.stderr)}")
 
 
-def _need_sbatch() -> None:
-    if shutil.which("sbatch") is None:
-        raise SchedulerError("sbatch not found: is SLURM installed here? (--dry-run prints "
-                             "the scripts without submitting)")
+def _need(scheduler: Scheduler) -> None:
+    if shutil.which(scheduler.submit[0]) is None:
+        raise SchedulerError(f"{scheduler.submit[0]} not found: is {scheduler.name.upper()} "
+                             "installed here? (--dry-run prints the scripts without submitting)")
 
 
-def sbatch(script: Path, *options: str) -> str:
-    """Submit one script; its job id."""
-    done = subprocess.run(["sbatch", "--parsable", *options, str(script)],
-                          capture_output=True, text=True)
+def send(scheduler: Scheduler, script: Path, *options: str) -> str:
+    """Submit one script; its job id as the scheduler's dependency options want it."""
+    argv = [*scheduler.submit, *options] + ([] if scheduler.stdin else [str(script)])
+    with open(script) as stdin:
+        done = subprocess.run(argv, stdin=stdin if scheduler.stdin else subprocess.DEVNULL,
+                              capture_output=True, text=True)
     if done.returncode != 0:
-        raise SchedulerError(f"sbatch {script} refused: {_last_line(done.stderr)}")
-    return done.stdout.strip().split(";")[0]
+        raise SchedulerError(f"{argv[0]} {script} refused: {_last_line(done.stderr)}")
+    found = re.search(scheduler.job_id, done.stdout.strip(), re.MULTILINE)
+    if found is None:
+        raise SchedulerError(f"{argv[0]} {script}: no job id in its answer "
+                             f"{_last_line(done.stdout)!r}")
+    return found.group(1)
 
 
 def submit(plan: Plan, config_hash: str) -> tuple[str, str]:
     """Compile, write, submit the array and its merge job; (array id, merge id)."""
-    _need_sbatch()
+    s = plan.scheduler
+    _need(s)
     compile_kernels(plan)
     array, merge = write_scripts(plan)
-    array_id = sbatch(array)
+    array_id = send(s, array)
     try:
-        merge_id = sbatch(merge, f"--dependency=afterok:{array_id}")
+        merge_id = send(s, merge, *(d.format(id=array_id) for d in s.depend))
     except SchedulerError as err:
-        raise SchedulerError(f"{err} (array job {array_id} is submitted; scancel it or "
+        raise SchedulerError(f"{err} (array job {array_id} is submitted; cancel it or "
                              f"submit {merge} yourself)") from None
-    record = {"scheduler": "slurm", "shards": plan.shards, "array_job": array_id,
-              "merge_job": merge_id, "config_hash": config_hash,
+    record = {"scheduler": s.name, "shards": plan.shards, "array_job": array_id,
+              "merge_job": merge_id, "job_name": f"sweep-{plan.name}",
+              "config_hash": config_hash,
               "submitted": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     (plan.jobs_dir / "submitted.json").write_text(json.dumps(record, indent=1) + "\n")
     return array_id, merge_id
+
+
+def rerun_lines(record: dict, shards: list[int], output: str | Path) -> list[str]:
+    """The commands that resubmit shards (0-based) of the array `record` describes, then
+    the merge job after them."""
+    s = _recorded(record)
+    k, (script, merge) = record["shards"], script_paths(output, s)
+    then = _command(s, merge, *(d.format(id="<that job>") for d in s.depend))
+    if k < s.min_array:
+        return [_command(s, script), then]
+    ids = [i + s.first for i in shards]
+    runs = [array_spec(ids)] if s.lists else array_spec(ids).split(",")
+    lines = []
+    for run in runs:
+        if run.isdigit() and s.min_array > 1:  # widen by a neighbour (its done jobs skip)
+            i = int(run)
+            run = _span(i, i + 1) if i + 1 < s.first + k else _span(i - 1, i)
+        lines.append(s.rerun.format(range=run, script=script, name=record.get("job_name", "")))
+    return lines + [then]
+
+
+def rerun_script(record: dict, output: str | Path) -> Path:
+    """The array script the recorded submission wrote."""
+    return script_paths(output, _recorded(record))[0]
+
+
+def _recorded(record: dict) -> Scheduler:
+    return SCHEDULERS.get(record.get("scheduler", "slurm"), SLURM)
+
+
+def _command(s: Scheduler, script: Path, *options: str) -> str:
+    args = " ".join([s.submit[0], *options])
+    return f"{args} < {script}" if s.stdin else f"{args} {script}"
 
 
 def submitted(output: str | Path) -> dict | None:

@@ -12,7 +12,6 @@ import typer
 from sweep import cluster
 from sweep import submit as scheduler
 from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
-from sweep.config import ConfigError
 from sweep.grid import expand
 from sweep.store import Store
 
@@ -56,11 +55,11 @@ def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config
         return
     spec = cluster.array_spec(rerun)
     out.print(f"shards to rerun (K={k}): --array={spec}")
-    script = scheduler.jobs_dir(store.output) / "array.sbatch"
-    if record.get("shards") == k and script.is_file():
-        print(f"  sbatch --array={spec} {script}")
-        print(f"  then: sbatch --dependency=afterok:<that job> {script.with_name('merge.sbatch')}"
-              f" (or sweep merge {config} once it is done)")
+    if record.get("shards") == k and scheduler.rerun_script(record, store.output).is_file():
+        first, *more, then = scheduler.rerun_lines(record, rerun, store.output)
+        for line in (first, *more):
+            print(f"  {line}")
+        print(f"  then: {then} (or sweep merge {config} once it is done)")
 
 
 def _indices(jobs) -> str:
@@ -74,20 +73,23 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                    "--shards", min=1, help="K: array tasks; task I runs jobs I, I + K, ...")]
                = ...,
                parallel: Annotated[int | None, typer.Option(
-                   "--parallel", min=1, help="P: at most this many tasks at once (%P).")]
+                   "--parallel", min=1, help="P: at most this many tasks at once (%P, -tc P).")]
                = None,
                scheduler_name: Annotated[str, typer.Option(
-                   "--scheduler", help="Which scheduler's scripts to write: slurm.")]
+                   "--scheduler", help="Which scheduler's scripts to write and submit with: slurm "
+                   "(sbatch) | pbs (PBS Pro, qsub) | lsf (bsub) | sge (Grid Engine, qsub).")]
                = "slurm",
                dry_run: Annotated[bool, typer.Option(
                    "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
                scheduler_args: Annotated[list[str] | None, typer.Option(
-                   "--scheduler-arg", help="An option for both scripts, e.g. "
-                   "--scheduler-arg=--time=02:00:00 (repeatable).")] = None,
+                   "--scheduler-arg", help="An option for both scripts, written after the "
+                   "scheduler's directive prefix, e.g. --scheduler-arg=--time=02:00:00 (slurm) "
+                   "or --scheduler-arg='-l walltime=02:00:00' (pbs) (repeatable).")] = None,
                workers: Annotated[int | None, typer.Option(
                    "--workers", min=1, help="Jobs at once in each task (default: its CPUs).")]
                = None):
-    """Write a job-array script plus a merge job (afterok) and submit both.
+    """Write a job-array script plus a merge job that waits for the whole array to succeed,
+    and submit both (sbatch, qsub or bsub; scripts in <output>.jobs/).
 
     The kernels are compiled once into NUMBA_CACHE_DIR (default <output>.jobs/numba-cache)
     before the array starts; on a shared file system every task then only reads that cache.
@@ -95,18 +97,15 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         n_jobs = len(expand(cfg))
-        if scheduler_name not in scheduler.SCHEDULERS:
-            raise ConfigError(f"--scheduler {scheduler_name}: one of "
-                              + " | ".join(scheduler.SCHEDULERS))
         plan = scheduler.make_plan(cfg.name, config, sets or [], _output(cfg, path), shards,
-                                   parallel, workers, scheduler_args)
+                                   parallel, workers, scheduler_args, scheduler_name)
         if shards > n_jobs:
             err.print(f"note: {shards} shards for {n_jobs} job(s); shards {n_jobs} to "
                       f"{shards - 1} have nothing to do")
         if dry_run:
-            for name, text in (("array.sbatch", scheduler.slurm_array(plan)),
-                               ("merge.sbatch", scheduler.slurm_merge(plan))):
-                print(f"# ---- {plan.jobs_dir / name}\n{text}")
+            texts = scheduler.array_script(plan), scheduler.merge_script(plan)
+            for script, text in zip(plan.scripts, texts):
+                print(f"# ---- {script}\n{text}")
             return
         array_id, merge_id = scheduler.submit(plan, cfg.hash)
     out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
