@@ -56,8 +56,8 @@ def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config
     spec = cluster.array_spec(rerun)
     out.print(f"shards to rerun (K={k}): --array={spec}")
     if record.get("shards") == k and scheduler.rerun_script(record, store.output).is_file():
-        first, *more, then = scheduler.rerun_lines(record, rerun, store.output)
-        for line in (first, *more):
+        *lines, then = scheduler.rerun_lines(record, rerun, store.output)
+        for line in lines:
             print(f"  {line}")
         print(f"  then: {then} (or sweep merge {config} once it is done)")
 
