@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
+import yaml
 
+from helpers import SMALL
 from sweep import states
 
 
@@ -22,3 +24,10 @@ def _outside_any_job_array(monkeypatch):
     """Tests run the whole sweep unless they say otherwise, even inside a scheduler's array."""
     for name in ARRAY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    path = tmp_path / "small.yaml"
+    path.write_text(yaml.safe_dump(SMALL, sort_keys=False))
+    return path

@@ -6,6 +6,14 @@ import numpy as np
 
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
 
+# A small sweep (12 jobs of 6 tokens) for the shard, status and submit tests.
+SMALL = {
+    "name": "small",
+    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "integrate": {"method": "euler", "dt": 0.1, "t_max": 2.0, "save_every": 0.5},
+    "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
+}
+
 
 def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n_saves=2,
                eps=1e-3, dtype=np.float64, trajectory=False, model=None):
@@ -112,3 +120,20 @@ def assert_matches_reference(obs, x, want_obs, want_x, tol=1e-12):
     np.testing.assert_allclose(x, want_x, rtol=0, atol=tol)
     scale = np.maximum(1.0, np.abs(want_obs))
     np.testing.assert_array_less(np.abs(obs - want_obs), tol * scale)
+
+
+def invoke(*args, env=None):
+    """The `sweep` command line in-process: invoke("run", path, "--workers", 2)."""
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args], env=env)
+
+
+def load(path):
+    """A results file, read fully and closed."""
+    import xarray as xr
+
+    with xr.open_dataset(path) as ds:
+        return ds.load()

@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from typer.testing import CliRunner
 
-from helpers import assert_same_results
+from helpers import assert_same_results, invoke
 from sweep import __version__, config, runner
-from sweep.cli import app
 from sweep.grid import expand
 from sweep.simulate import Stopped
 from sweep.store import SCALARS, SERIES, Store, merge
@@ -23,9 +21,6 @@ CFG = {
     "grid": {"beta": [0.0, 1.0, 4.0], "d": [3, 5], "seed": {"range": [0, 2]}},
 }
 
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from typer.testing import CliRunner
 
+from helpers import invoke
 from sweep import config, runner
-from sweep.cli import app
 from sweep.grid import expand
 from sweep.locks import JobLocks
 from sweep.store import Store
@@ -29,9 +28,6 @@ CFG = {
     "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
 }
 
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def values(path):

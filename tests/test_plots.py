@@ -7,16 +7,12 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from typer.testing import CliRunner
 
-from sweep.cli import app
+from helpers import invoke
 
 T = np.arange(0.0, 12.01, 0.5)
 BETA = np.linspace(0.0, 8.0, 9)
 
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture

@@ -9,12 +9,10 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from typer.testing import CliRunner
 
 import reference
-from helpers import tiny_model_dir, write_safetensors
+from helpers import invoke, tiny_model_dir, write_safetensors
 from sweep import bert, probe
-from sweep.cli import app
 from sweep.store import SERIES
 
 TEXT = "Héllo, the tokens clustered! A b bb world."
@@ -28,9 +26,6 @@ def tiny(tmp_path_factory):
     raw = {k: v.astype(np.float64) for k, v in tensors.items()}
     return bert.load(str(path)), raw, path
 
-
-def invoke(*args):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def test_safetensors_round_trip_and_damage(tmp_path):

@@ -14,11 +14,10 @@ import sys
 import time
 
 import pytest
-import xarray as xr
 import yaml
 from typer.testing import CliRunner
 
-from helpers import assert_same_results
+from helpers import assert_same_results, load
 from sweep.cli import app
 
 pytestmark = pytest.mark.slurm
@@ -85,10 +84,6 @@ def wait(job_ids, timeout=300.0) -> dict[str, str]:
 def logs_of(directory) -> str:
     return "\n".join(f"--- {p.name}\n{p.read_text()}" for p in sorted(directory.glob("*")))
 
-
-def load(path):
-    with xr.open_dataset(path) as ds:
-        return ds.load()
 
 
 def test_submit_k3_merges_to_the_unsharded_result(slurm, tmp_path):
