@@ -171,13 +171,10 @@ class Survey:
 
 def survey(jobs: list[Job], store: Store) -> Survey:
     out = Survey(jobs, strays=stray_parts(jobs, store))
-    for job in jobs:
-        try:
-            part = store.read(job)
-        except StoreError as err:
-            out.damaged.append((job, str(err)))
-            continue
-        if part is None:
+    for job, part, error in store.read_each(jobs):
+        if error:
+            out.damaged.append((job, error))
+        elif part is None:
             out.missing.append(job)
         elif part.status == 2:
             out.failed.append((job, str(part.meta.get("error", "unknown error"))))
@@ -188,15 +185,7 @@ def survey(jobs: list[Job], store: Store) -> Survey:
 
 def only_failed(jobs: list[Job], store: Store) -> list[Job]:
     """The jobs whose part records a failure (status 2); missing jobs are left alone."""
-    out = []
-    for job in jobs:
-        try:
-            part = store.read(job)
-        except StoreError:
-            continue
-        if part is not None and part.status == 2:
-            out.append(job)
-    return out
+    return [job for job, part, _ in store.read_each(jobs) if part is not None and part.status == 2]
 
 
 def stray_parts(jobs: list[Job], store: Store) -> list[Path]:

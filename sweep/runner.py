@@ -71,13 +71,9 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
     if force:
         return list(jobs)
     todo = []
-    for job in jobs:
-        try:
-            part = store.read(job)
-        except StoreError as err:
-            if damaged is not None:
-                damaged.append(str(err))
-            part = None
+    for job, part, error in store.read_each(jobs):
+        if error and damaged is not None:
+            damaged.append(error)
         if part is None or part.status == 2:
             todo.append(job)
     return todo

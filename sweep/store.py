@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,6 +117,15 @@ class Store:
         if problem:
             raise StoreError(f"{path}: damaged result part ({problem})")
         return part
+
+    def read_each(self, jobs: list[Job]) -> Iterator[tuple[Job, Part | None, str]]:
+        """(job, its part or None if there is none, '') per job, in order; a damaged or
+        foreign part gives (job, None, the StoreError's message)."""
+        for job in jobs:
+            try:
+                yield job, self.read(job), ""
+            except StoreError as err:
+                yield job, None, str(err)
 
     def done(self, job: Job) -> bool:
         """A whole, matching part with a result (failed jobs are not done)."""
@@ -265,12 +275,10 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
 def read_all(jobs: list[Job], store: Store) -> list[Part | None]:
     """Every job's part (None where missing); StoreError naming the first damaged one."""
     parts, damaged = [], []
-    for job in jobs:
-        try:
-            parts.append(store.read(job))
-        except StoreError as err:
-            damaged.append(str(err))
-            parts.append(None)
+    for _, part, error in store.read_each(jobs):
+        parts.append(part)
+        if error:
+            damaged.append(error)
     if damaged:
         more = f"; {len(damaged)} damaged or foreign part(s) in all" if len(damaged) > 1 else ""
         raise StoreError(f"{damaged[0]}{more}; `sweep run` recomputes them")
