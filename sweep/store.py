@@ -63,9 +63,13 @@ class StoreError(Exception):
 class MissingJobs(StoreError):
     def __init__(self, missing: list[Job]):
         self.missing = missing
-        shown = ", ".join(str(j.index) for j in missing[:20])
-        more = f" and {len(missing) - 20} more" if len(missing) > 20 else ""
-        super().__init__(f"{len(missing)} job(s) have no result: indices {shown}{more}")
+        super().__init__(f"{len(missing)} job(s) have no result: indices {indices(missing)}")
+
+
+def indices(jobs: list[Job], shown: int = 20) -> str:
+    """Job indices for one line: '0, 3, 7', or the first `shown` then ' and N more'."""
+    listed = ", ".join(str(j.index) for j in jobs[:shown])
+    return listed + (f" and {len(jobs) - shown} more" if len(jobs) > shown else "")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from sweep import cluster
 from sweep import submit as scheduler
 from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
 from sweep.grid import expand
-from sweep.store import Store
+from sweep.store import Store, indices
 
 
 @app.command()
@@ -31,7 +31,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
               f"(config hash {cfg.hash}, parts in {store.dir})")
     if found.missing:
-        out.print(f"missing: {_indices(found.missing)}")
+        out.print(f"missing: {indices(found.missing)}")
     for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
         for job, error in listed[:20]:
             out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
@@ -60,11 +60,6 @@ def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config
         for line in lines:
             print(f"  {line}")
         print(f"  then: {then} (or sweep merge {config} once it is done)")
-
-
-def _indices(jobs) -> str:
-    shown = ", ".join(str(j.index) for j in jobs[:20])
-    return shown + (f" and {len(jobs) - 20} more" if len(jobs) > 20 else "")
 
 
 @app.command("submit")
