@@ -331,7 +331,7 @@ def _positions(config, jobs, parts, dims, shape, t):
     out = np.full((len(jobs),) + extra, np.nan)
     for k, part in enumerate(parts):
         if part is not None and part.positions is not None:
-            out[k, : part.positions.shape[0]] = part.positions if traj else part.positions
+            out[k, : part.positions.shape[0]] = part.positions
     names = dims + (("time",) if traj else ()) + ("token", "component")
     return names, out.reshape(shape + extra), {"long_name": "token positions on the sphere",
                                                 "units": "1"}
