@@ -137,10 +137,12 @@ def _args(args: Any, count, where: str, form: str) -> list:
     return args
 
 
-def _checked(section: str | None, key: str, values: list, where: str) -> tuple:
+def _checked(section: str | None, key: str, values: list, where: str,
+             distinct: bool = True) -> tuple:
+    """The values checked against the key's rule (`where[i]` names a bad one)."""
     rule = SEED_RULE if section is None else field_rule(section, key)
     clean = tuple(check_value(f"{where}[{i}]", v, rule) for i, v in enumerate(values))
-    if len(set(clean)) != len(clean):
+    if distinct and len(set(clean)) != len(clean):
         raise ConfigError(f"{where}: values must be distinct, got {show(list(clean))}")
     return clean
 
@@ -152,8 +154,7 @@ def _zip_axis(group: Any, where: str) -> Axis:
     for name, spec in group.items():
         section, key = resolve(str(name), f"{where}.{name}")
         vals, is_log = axis_values(spec, f"{where}.{name}")
-        rule = SEED_RULE if section is None else field_rule(section, key)
-        vals = tuple(check_value(f"{where}.{name}[{i}]", v, rule) for i, v in enumerate(vals))
+        vals = _checked(section, key, vals, f"{where}.{name}", distinct=False)
         if values and len(vals) != len(values[0]):
             raise ConfigError(f"{where}.{name}: has {len(vals)} values, but "
                               f"{keys[0]} has {len(values[0])}")
