@@ -126,14 +126,6 @@ class Config:
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
 
-    def input_path(self, value: str | Path) -> Path:
-        """An input file named in the config: relative paths resolve from the config's folder
-        (not the working directory), so a config and its .npy files move together."""
-        path = Path(value).expanduser()
-        if path.is_absolute() or self.source is None:
-            return path
-        return Path(self.source).parent / path
-
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
                 "integrate": asdict(self.integrate), "grid": self.grid,
@@ -231,11 +223,6 @@ def build_section(cls: type, raw: Any, where: str):
 
 def field_rule(section: str, key: str) -> dict:
     return {f.name: f.metadata for f in fields(SECTIONS[section])}[key]
-
-
-def with_value(obj, section: str, key: str, value: Any, where: str):
-    """A copy of section object `obj` with `key` set to `value`, checked under name `where`."""
-    return replace(obj, **{key: check_value(where, value, field_rule(section, key))})
 
 
 # ---------------------------------------------------------------- cross-field rules

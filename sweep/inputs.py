@@ -19,6 +19,8 @@ from sweep.config import ConfigError
 
 
 def resolve(text: str, source: Path | None) -> Path:
+    """A path named in the config: relative ones resolve from the config's folder (not the
+    working directory), so a config and its .npy files move together."""
     path = Path(text).expanduser()
     if not path.is_absolute() and source is not None:
         path = Path(source).parent / path

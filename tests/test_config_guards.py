@@ -3,7 +3,7 @@
 import yaml
 from typer.testing import CliRunner
 
-from sweep import config
+from sweep import config, inputs
 from sweep.cli import app
 
 
@@ -60,8 +60,8 @@ def test_input_paths_resolve_from_the_config_folder(tmp_path):
     folder.mkdir()
     (folder / "c.yaml").write_text("name: t\n")
     cfg = config.load(folder / "c.yaml")
-    assert cfg.input_path("w/qk.npy") == folder / "w" / "qk.npy"
-    assert cfg.input_path(tmp_path / "abs.npy") == tmp_path / "abs.npy"
+    assert inputs.resolve("w/qk.npy", cfg.source) == folder / "w" / "qk.npy"
+    assert inputs.resolve(str(tmp_path / "abs.npy"), cfg.source) == tmp_path / "abs.npy"
     assert cfg.output.path == "results/t.nc"  # outputs stay relative to the working dir
 
 
