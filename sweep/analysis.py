@@ -21,15 +21,20 @@ REDUCTIONS = ("max", "min", "mean", "plateau")
 _BLOCK = 4_000_000  # bootstrap values held at once (32 MB of float64)
 
 
-def open_results(path: str | Path):
-    """xarray.open_dataset, with a missing or unreadable file as a ConfigError naming it."""
+def open_results(path: str | Path, load: bool = True):
+    """xarray.open_dataset, with a missing or unreadable file as a ConfigError naming it.
+
+    load=False leaves the variables on disk; the caller then closes the dataset."""
     import xarray as xr
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such results file")
     try:
-        with xr.open_dataset(path) as ds:
+        ds = xr.open_dataset(path)
+        if not load:
+            return ds
+        with ds:
             return ds.load()
     except (OSError, ValueError) as err:
         raise ConfigError(f"{path}: not a readable netCDF file ({err})") from None

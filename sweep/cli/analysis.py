@@ -15,14 +15,10 @@ from sweep.store import write_dataset
 @app.command()
 def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
     """What a results file holds: axes, variables, config, provenance."""
-    import xarray as xr
+    from sweep import analysis
 
-    if not results.is_file():
-        raise fail(f"{results}: no such results file")
-    try:
-        ds = xr.open_dataset(results)
-    except (OSError, ValueError) as e:
-        raise fail(f"{results}: not a readable netCDF file ({e})") from None
+    with user_errors():
+        ds = analysis.open_results(results, load=False)
     with ds:
         out.print(f"[bold]{results}[/]  {ds.attrs.get('title', '')}")
         table = Table(title="axes")
