@@ -94,9 +94,11 @@ def files(model, init) -> dict[str, str]:
 
 def check(model, init, seed: int, source: Path | None) -> dict[str, str]:
     """Check every input file of a job (ConfigError naming the key); key -> content digest."""
+    digests = {}
     for key, text in files(model, init).items():
         if key == "init.path":
             start(text, source, model.n, model.d, seed)
         else:
             matrix(key, text, source, model.d, model.heads)
-    return {key: load(key, text, source)[1] for key, text in files(model, init).items()}
+        digests[key] = load(key, text, source)[1]  # cached: the check above read the file
+    return digests
