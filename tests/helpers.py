@@ -137,3 +137,10 @@ def load(path):
 
     with xr.open_dataset(path) as ds:
         return ds.load()
+
+
+def values(path):
+    """A results file without what legitimately differs between runs (times, command)."""
+    ds = load(path).drop_vars("wall_seconds")
+    ds.attrs.pop("history")
+    return ds

@@ -15,7 +15,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from helpers import invoke
+from helpers import invoke, values
 from sweep import config, runner
 from sweep.grid import expand
 from sweep.locks import JobLocks
@@ -28,14 +28,6 @@ CFG = {
     "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
 }
 
-
-
-def values(path):
-    """A results file without what legitimately differs between runs (times, command)."""
-    with xr.open_dataset(path) as ds:
-        ds = ds.drop_vars("wall_seconds").load()
-    ds.attrs.pop("history")
-    return ds
 
 
 def one_clean_line(result, code):

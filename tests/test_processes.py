@@ -15,6 +15,7 @@ import pytest
 import xarray as xr
 import yaml
 
+from helpers import values
 from sweep import config
 from sweep.grid import expand
 from sweep.store import Store
@@ -69,13 +70,6 @@ def leftovers(out):
 def store_of(path, out):
     cfg = config.load(path)
     return Store(out, cfg.hash), expand(cfg)
-
-
-def values(path):
-    with xr.open_dataset(path) as ds:
-        ds = ds.drop_vars("wall_seconds").load()
-    ds.attrs.pop("history")
-    return ds
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
