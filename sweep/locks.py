@@ -25,6 +25,12 @@ UNWRITTEN_AFTER = 10.0  # writing an owner takes microseconds
 HOST = socket.gethostname()
 
 
+def owner_tag() -> str:
+    """host.pid.thread: unique among concurrent writers, and tells whose a temp file is
+    (store.remove_abandoned reads it back)."""
+    return f"{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -101,8 +107,7 @@ class JobLocks:
         token = uuid.uuid4().hex
         owner = {"host": HOST, "pid": os.getpid(), "token": token, "since": time.time()}
         text = json.dumps(owner).encode()
-        # the name ends in .<host>.<pid>.<thread>.tmp, so store.remove_abandoned clears it
-        tmp = self.dir / f".{name}.lock.{HOST}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp = self.dir / f".{name}.lock.{owner_tag()}.tmp"  # store.remove_abandoned clears it
         try:
             tmp.write_bytes(text)
             os.link(tmp, self.path(name))

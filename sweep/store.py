@@ -17,7 +17,6 @@ import shlex
 import shutil
 import socket
 import sys
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ from sweep import __version__
 from sweep.config import Config
 from sweep.grid import Job, axes
 from sweep.kernels import OBSERVABLES
-from sweep.locks import pid_alive
+from sweep.locks import owner_tag, pid_alive
 from sweep.simulate import JobResult, max_clusters, t_cluster, times
 
 STATUS_MISSING = -1
@@ -154,7 +153,7 @@ class Store:
         meta = {"job_id": job.id, "index": job.index, "config_hash": self.config_hash,
                 "params": job.params, "sweep_version": __version__, **extra}
         final = self.path(job)
-        tmp = self.dir / f".{job.id}.{_owner_tag()}.tmp"
+        tmp = self.dir / f".{job.id}.{owner_tag()}.tmp"
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
@@ -170,7 +169,7 @@ class Store:
         """Fail early if the parts directory cannot be written; remove abandoned temp files."""
         if self.output.is_dir():
             raise StoreError(f"{self.output}: is a directory, expected a results file name")
-        probe = self.dir / f".probe.{_owner_tag()}.tmp"
+        probe = self.dir / f".probe.{owner_tag()}.tmp"
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             probe.write_bytes(b"sweep")
@@ -179,11 +178,6 @@ class Store:
         finally:
             _discard(probe)
         remove_abandoned(self.dir)
-
-
-def _owner_tag() -> str:
-    """host.pid.thread: unique among concurrent writers, and tells whose a temp file is."""
-    return f"{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
 
 
 def _reason(err: OSError) -> str:
@@ -198,7 +192,7 @@ def _discard(path: Path) -> None:
 def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     """Delete temp files left by killed writers: a dead pid on this host, or long untouched.
 
-    Temp names end in `.<host>.<pid>.<thread>.tmp` (see _owner_tag); hosts may contain dots.
+    Temp names end in `.<host>.<pid>.<thread>.tmp` (see locks.owner_tag); hosts may contain dots.
     """
     removed = []
     host, now = socket.gethostname(), time.time()
@@ -369,7 +363,7 @@ def write_dataset(ds, path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, expected a results file name")
-    tmp = path.with_name(f".{path.name}.{_owner_tag()}.tmp")
+    tmp = path.with_name(f".{path.name}.{owner_tag()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
