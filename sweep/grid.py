@@ -224,10 +224,6 @@ def expand(config: Config) -> list[Job]:
     return jobs
 
 
-def shape(config: Config) -> tuple[int, ...]:
-    return tuple(len(a) for a in axes(config))
-
-
 def shard(jobs: list[Job], i: int, k: int) -> list[Job]:
     """Shard i of k (0-based): jobs assigned round-robin by index."""
     if k < 1 or not 0 <= i < k:
