@@ -19,7 +19,6 @@ from rich.console import Console
 from rich.markup import escape
 
 from sweep import __version__
-from sweep import cluster as cluster  # re-exported: tests patch sweep.cli.cluster.task_cpus
 from sweep.config import Config, ConfigError, load
 from sweep.store import StoreError
 
