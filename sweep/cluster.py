@@ -1,4 +1,5 @@
-"""Past one machine: scheduler array variables -> shard, sweep status, job-array scripts.
+"""Past one machine: scheduler array variables -> shard, task CPUs, sweep status (the
+job-array scripts themselves: sweep.submit).
 
 Every step stays a file-in, file-out command: an array task runs `sweep run` on its shard
 (parts only), a merge job runs `sweep merge`; nothing long-lived drives them. Jobs go to
