@@ -19,7 +19,9 @@ from sweep.kernels.fast import integrate_rows
 from sweep.states import uniform
 from sweep.store import Store
 
-CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
+# (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
+# odd d; (3, 9): fewer tokens than a block
+CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0), (12, 9, 4.0), (3, 9, 2.0)]
 
 
 def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n_saves=4,
