@@ -31,7 +31,7 @@ def velocity_rows(xt, beta, c, softmax, vt, z, e, t):
     """
     n = xt.shape[1]
     gram(xt, e)
-    weights(e, beta, c, t)
+    weights(e, e, beta, c, t)
     weighted_sums(e, xt, vt, z)
     if not softmax:
         z[:] = 1.0 / n
@@ -39,11 +39,11 @@ def velocity_rows(xt, beta, c, softmax, vt, z, e, t):
 
 
 @jit_fast
-def weights(g, beta, c, t):
-    """g <- exp(beta (g - c)) elementwise, in place; g: [n, n], t: [n * n] scratch."""
-    flat = g.reshape(g.size)
+def weights(g, w, beta, c, t):
+    """w = exp(beta (g - c)) elementwise (w may be g); g, w: [n, n], t: [n * n] scratch."""
+    src, flat = g.reshape(g.size), w.reshape(w.size)
     for j in range(flat.shape[0]):
-        flat[j] = beta * (flat[j] - c)
+        flat[j] = beta * (src[j] - c)
     exp_inplace(flat, t)
 
 
@@ -201,8 +201,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
         if not all_finite(x):
             return NONFINITE, s
         gram(xt, g)
-        e[:] = g
-        weights(e, beta, c, t)
+        weights(g, e, beta, c, t)
         observe_weighted(x, g, e, beta, c, eps, obs[s], rows)
         if traj.shape[0] > 0:
             traj[s] = x
