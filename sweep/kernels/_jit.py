@@ -23,7 +23,3 @@ jit_fast = numba.njit(**FAST_OPTIONS)
 # Fused multiply-adds alone, for expfast.py: its rounding trick survives contraction (an FMA
 # rounds once where a multiply and an add round twice) but not reassociation.
 jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
-
-# No NaNs assumed, for reductions over arrays checked finite first (gramobs.py's row minimum):
-# LLVM vectorises a floating-point min only under this flag (6-8x at n = 32 here).
-jit_finite = numba.njit(**dict(OPTIONS, fastmath={"nnan", "nsz"}))

@@ -12,7 +12,7 @@ sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast, jit_finite
+from sweep.kernels._jit import jit_fast
 from sweep.kernels.expfast import exp_inplace
 from sweep.kernels.observables import _find, pair_columns
 
@@ -35,27 +35,16 @@ def row_stats(g, i, beta, c, a, t, rows):
 @jit_fast
 def row_sums(g, w, i, beta, c, rows):
     """row_stats given also the row's weights w = exp(beta (g - c)): [n]."""
-    z, s, cos = 0.0, 0.0, 0.0
+    z, s, cos, mn = 0.0, 0.0, 0.0, np.inf
     for j in range(g.shape[0]):
         z += w[j]
         s += w[j] * (g[j] - c)
         cos += g[j]
+        mn = min(mn, g[j] if j != i else np.inf)
     rows[i, ROW_E] = z if beta > 0.0 else cos
     rows[i, ROW_H] = np.log(z) - beta * s / z
     rows[i, ROW_COS] = cos - g[i]
-    rows[i, ROW_MIN] = min_off_diagonal(g, i)
-
-
-@jit_finite
-def min_off_diagonal(g, i):
-    """min_{j != i} g[j] for a finite row g: [n] (observables are taken only of finite states).
-    g[i] is set aside for the pass, so it is a plain vectorised minimum."""
-    gi, mn = g[i], np.inf
-    g[i] = np.inf
-    for j in range(g.shape[0]):
-        mn = g[j] if g[j] < mn else mn
-    g[i] = gi
-    return mn
+    rows[i, ROW_MIN] = mn
 
 
 @jit_fast
