@@ -200,15 +200,24 @@ def job_flop(job: Job) -> float:
 
 def job_bytes(job: Job, positions: str = "none") -> int:
     """Bytes one job holds: state, stages, scratch, series and positions. Only "rows" jobs
-    (n < BLOCKED_MIN_N) hold an n x n Gram matrix; a "blocked" job holds a [TILE, n] tile of it
-    (and 4 n-vectors) per thread, counted here for one thread: a job sharing its tiles over T
-    threads holds less than T one-thread jobs, which is what resources.need budgets."""
+    (n < BLOCKED_MIN_N) hold n x n matrices (the Gram matrix, its weights, exp scratch); a
+    "blocked" job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for
+    one thread: a job sharing its tiles over T threads holds less than T one-thread jobs,
+    which is what resources.need budgets. Stage buffers count as a step touches them (1 for
+    euler, 5 for rk4: pages never written take no memory). Within 20% of the peak resident
+    memory a job adds, measured from 1 to 75 MiB (README, Performance)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
+    how = strategy(job)
+    stages = 5 if job.integrate.method == "rk4" else 1
+    # x, working copies, stages; the general kernel's per-head keys and values
+    m = job.model
+    heads = 0 if how != "general" or m.qk == m.v == "identity" else 2 * m.heads
+    copies = {"general": 1, "rows": 2, "blocked": 3}[how] + stages + heads
     tile = min(TILE, n) * n * item + 4 * n * 8
-    gram = {"general": 0, "rows": n * n * 8, "blocked": tile}[strategy(job)]
-    return 7 * n * d * item + 4 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + gram
+    square = {"general": 0, "rows": 3 * n * n * 8, "blocked": tile}[how]
+    return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:

@@ -1,6 +1,10 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
 reference, and the choice between them in simulate."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -19,7 +23,9 @@ from sweep.kernels.fast import integrate_rows
 from sweep.states import uniform
 from sweep.store import Store
 
-CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
+# (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
+# odd d; (3, 9): fewer tokens than a block
+CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0), (12, 9, 4.0), (3, 9, 2.0)]
 
 
 def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n_saves=4,
@@ -101,6 +107,35 @@ def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes():
     (job,) = jobs([1.0], n=4000, d=4)
     assert simulate.strategy(job) == "blocked"
     assert large <= simulate.job_bytes(job) < 1.1 * large
+
+
+# Numba counts its allocations when NUMBA_NRT_STATS is set before it is imported, hence a
+# child process; the cached kernels load there, nothing compiles twice.
+COUNT_ALLOCATIONS = """
+import json, sys
+import numpy as np
+from numba.core.runtime import rtsys
+from sweep.kernels.fast import integrate_rows
+def count(method, stride):
+    x = np.eye(12, 9)
+    args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, 8)), np.zeros((0, 12, 9)),
+            np.zeros(1, dtype=np.int64))
+    integrate_rows(*args)
+    before = rtsys.get_allocation_stats().alloc
+    integrate_rows(*args)
+    return rtsys.get_allocation_stats().alloc - before
+print(json.dumps([[count(m, s) for s in (1, 40)] for m in map(int, sys.argv[1:])]))
+"""
+
+
+def test_rows_step_loop_allocates_nothing():
+    # the same number of allocations for 2 and 80 steps: none of them is per step
+    methods = [METHOD_CODES["euler"], METHOD_CODES["rk4"]]
+    out = subprocess.run([sys.executable, "-c", COUNT_ALLOCATIONS, *map(str, methods)],
+                         env={**os.environ, "NUMBA_NRT_STATS": "1"}, capture_output=True,
+                         text=True, check=True)
+    for few, many in json.loads(out.stdout):
+        assert few == many > 0
 
 
 def general_kernel(x, beta, softmax, *args):

@@ -19,3 +19,7 @@ jit = numba.njit(**OPTIONS)
 FAST_OPTIONS = dict(OPTIONS, fastmath={"reassoc", "contract", "nsz", "arcp"})
 
 jit_fast = numba.njit(**FAST_OPTIONS)
+
+# Fused multiply-adds alone, for expfast.py: its rounding trick survives contraction (an FMA
+# rounds once where a multiply and an add round twice) but not reassociation.
+jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))

@@ -14,41 +14,119 @@ import numpy as np
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp_inplace
-from sweep.kernels.gramobs import observe_gram
+from sweep.kernels.gramobs import observe_weighted
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy
 
 
 @jit_fast
 def velocity_rows(xt, beta, c, softmax, vt, z, e, t):
-    """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; z, e, t: [n] scratch.
+    """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; z: [n]; e: [n, n],
+    t: [n * n] scratch.
 
-    Full rows of length n rather than the symmetric half: triangular loops leave scalar
-    remainders that cost more than the exponentials they save (slower at n = 32, level at
-    n = 128).
+    The whole weight matrix at once, not row by row: one exp pass over n^2 numbers instead
+    of n passes of n (at n = 32 the loop overheads of short passes cost more than the
+    exponentials). Full rows rather than the symmetric half: triangular loops leave scalar
+    remainders that cost more than the exponentials they save.
     """
+    n = xt.shape[1]
+    gram(xt, e)
+    weights(e, e, beta, c, t)
+    weighted_sums(e, xt, vt, z)
+    if not softmax:
+        z[:] = 1.0 / n
+    project(xt, vt, z, t[:n])
+
+
+@jit_fast
+def weights(g, w, beta, c, t):
+    """w = exp(beta (g - c)) elementwise (w may be g); g, w: [n, n], t: [n * n] scratch."""
+    src, flat = g.reshape(g.size), w.reshape(w.size)
+    for j in range(flat.shape[0]):
+        flat[j] = beta * (src[j] - c)
+    exp_inplace(flat, t)
+
+
+@jit_fast
+def gram(xt, g):
+    """g[i, j] = <x_i, x_j>; xt: [d, n], g: [n, n]. From d = 8, rows four at a time and
+    coordinates two at a time, so each load of x_j serves eight products and each store of g
+    two (one row and one coordinate per pass is bound by its stores: 2x slower at (128, 16);
+    at d = 3 it is the other way round). Every entry sums the same products in the same
+    order, so g is exactly symmetric."""
     d, n = xt.shape
-    for i in range(n):
-        row, xi = xt[0], xt[0, i]
-        for j in range(n):
-            e[j] = xi * row[j]
-        for k in range(1, d):
-            row, xi = xt[k], xt[k, i]
+    if d < 8 or n < 4:
+        for i in range(n):
+            gi, row, xi = g[i], xt[0], xt[0, i]
             for j in range(n):
-                e[j] += xi * row[j]
+                gi[j] = xi * row[j]
+            for k in range(1, d):
+                row, xi = xt[k], xt[k, i]
+                for j in range(n):
+                    gi[j] += xi * row[j]
+        return
+    for i in range(0, n - 3, 4):
+        _gram_rows(xt, i, g[i], g[i + 1], g[i + 2], g[i + 3])
+    if n % 4:  # a block overlapping the last one: the same rows get the same values again
+        _gram_rows(xt, n - 4, g[n - 4], g[n - 3], g[n - 2], g[n - 1])
+
+
+@jit_fast
+def _gram_rows(xt, i, g0, g1, g2, g3):
+    """Rows i .. i + 3 of the Gram matrix into g0 .. g3: the first coordinate (odd d) or
+    pair (even d) sets them, the remaining pairs add to them."""
+    d, n = xt.shape
+    r, s = xt[0], xt[min(1, d - 1)]
+    w = 0.0 if d % 2 else 1.0  # odd d: coordinate 0 alone sets the rows
+    a0, a1, a2, a3 = r[i], r[i + 1], r[i + 2], r[i + 3]
+    b0, b1, b2, b3 = w * s[i], w * s[i + 1], w * s[i + 2], w * s[i + 3]
+    for j in range(n):
+        g0[j] = a0 * r[j] + b0 * s[j]
+        g1[j] = a1 * r[j] + b1 * s[j]
+        g2[j] = a2 * r[j] + b2 * s[j]
+        g3[j] = a3 * r[j] + b3 * s[j]
+    for k in range(2 - d % 2, d, 2):
+        r, s = xt[k], xt[k + 1]
+        a0, a1, a2, a3 = r[i], r[i + 1], r[i + 2], r[i + 3]
+        b0, b1, b2, b3 = s[i], s[i + 1], s[i + 2], s[i + 3]
         for j in range(n):
-            e[j] = beta * (e[j] - c)
-        exp_inplace(e, t)
-        zi = 0.0
+            g0[j] += a0 * r[j] + b0 * s[j]
+            g1[j] += a1 * r[j] + b1 * s[j]
+            g2[j] += a2 * r[j] + b2 * s[j]
+            g3[j] += a3 * r[j] + b3 * s[j]
+
+
+@jit_fast
+def weighted_sums(w, xt, vt, z):
+    """vt[:, i] = sum_j w_ij x_j and z_i = 1 / sum_j w_ij; w: [n, n], xt, vt: [d, n].
+    Rows four at a time and coordinates two at a time, so each load of w_ij serves two
+    products and each of x_j four (1.4x one coordinate per pass at (128, 16))."""
+    d, n = xt.shape
+    for i in range(0, n, 4):
+        i1, i2, i3 = min(i + 1, n - 1), min(i + 2, n - 1), min(i + 3, n - 1)
+        w0, w1, w2, w3 = w[i], w[i1], w[i2], w[i3]
+        z0 = z1 = z2 = z3 = 0.0
         for j in range(n):
-            zi += e[j]
-        z[i] = 1.0 / zi if softmax else 1.0 / n
-        for k in range(d):
-            row, acc = xt[k], 0.0
+            z0 += w0[j]
+            z1 += w1[j]
+            z2 += w2[j]
+            z3 += w3[j]
+        z[i3], z[i2], z[i1], z[i] = 1.0 / z3, 1.0 / z2, 1.0 / z1, 1.0 / z0
+        for k in range(0, d, 2):
+            r, s = xt[k], xt[min(k + 1, d - 1)]  # odd d: the last pair repeats its coordinate
+            a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
             for j in range(n):
-                acc += e[j] * row[j]
-            vt[k, i] = acc
-    project(xt, vt, z, e)
+                a0 += w0[j] * r[j]
+                a1 += w1[j] * r[j]
+                a2 += w2[j] * r[j]
+                a3 += w3[j] * r[j]
+                b0 += w0[j] * s[j]
+                b1 += w1[j] * s[j]
+                b2 += w2[j] * s[j]
+                b3 += w3[j] * s[j]
+            k1 = min(k + 1, d - 1)
+            vt[k1, i3], vt[k1, i2], vt[k1, i1], vt[k1, i] = b3, b2, b1, b0
+            vt[k, i3], vt[k, i2], vt[k, i1], vt[k, i] = a3, a2, a1, a0
 
 
 @jit_fast
@@ -110,8 +188,8 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     n, d = x.shape
     c = 1.0 if softmax else 0.0
     xt, ws = np.empty((d, n)), np.empty((5, d, n))
-    z, e, t, a = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    gram, rows = np.empty((n, n)), np.empty((n, 4))
+    z, e, t = np.empty(n), np.empty((n, n)), np.empty(n * n)
+    g, rows = np.empty((n, n)), np.empty((n, 4))
     _load(x, xt)
     for s in range(obs.shape[0]):
         if s > 0:
@@ -122,8 +200,9 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
                 _store(xt, x)
         if not all_finite(x):
             return NONFINITE, s
-        _gram(xt, gram)
-        observe_gram(x, gram, beta, c, eps, obs[s], rows, a, t)
+        gram(xt, g)
+        weights(g, e, beta, c, t)
+        observe_weighted(x, g, e, beta, c, eps, obs[s], rows)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:
@@ -145,18 +224,3 @@ def _store(xt, x):
         for k in range(x.shape[1]):
             x[j, k] = xt[k, j]
             xt[k, j] = x[j, k]
-
-
-@jit_fast
-def _gram(xt, gram):
-    """gram[i, j] = <x_i, x_j>: full rows, which vectorise, and are exactly symmetric because
-    every pair sums the same products in the same order."""
-    d, n = xt.shape
-    for i in range(n):
-        g, row, xi = gram[i], xt[0], xt[0, i]
-        for j in range(n):
-            g[j] = xi * row[j]
-        for k in range(1, d):
-            row, xi = xt[k], xt[k, i]
-            for j in range(n):
-                g[j] += xi * row[j]

@@ -26,14 +26,19 @@ def row_stats(g, i, beta, c, a, t, rows):
 
     g: [n] the row g_i. of the Gram matrix; a, t: [n] float64 scratch.
     """
-    n = g.shape[0]
-    for j in range(n):
+    for j in range(g.shape[0]):
         a[j] = beta * (g[j] - c)
     exp_inplace(a, t)
+    row_sums(g, a, i, beta, c, rows)
+
+
+@jit_fast
+def row_sums(g, w, i, beta, c, rows):
+    """row_stats given also the row's weights w = exp(beta (g - c)): [n]."""
     z, s, cos, mn = 0.0, 0.0, 0.0, np.inf
-    for j in range(n):
-        z += a[j]
-        s += a[j] * (g[j] - c)
+    for j in range(g.shape[0]):
+        z += w[j]
+        s += w[j] * (g[j] - c)
         cos += g[j]
         mn = min(mn, g[j] if j != i else np.inf)
     rows[i, ROW_E] = z if beta > 0.0 else cos
@@ -126,10 +131,9 @@ def summarize_forests(x, rows, close, forests, beta, c, out):
 
 
 @jit_fast
-def observe_gram(x, gram, beta, c, eps, out, rows, a, t):
-    """out[:] = the observables of x: [n, d] given gram = x x^T: [n, n]; serial.
-
-    rows: [n, 4] float64, a, t: [n] float64 scratch.
-    """
-    stats_tile(gram, 0, beta, c, a, t, rows)
+def observe_weighted(x, gram, w, beta, c, eps, out, rows):
+    """out[:] = the observables of x: [n, d] given gram = x x^T and its weights
+    w = exp(beta (gram - c)), both [n, n]; serial. rows: [n, 4] float64 scratch."""
+    for i in range(x.shape[0]):
+        row_sums(gram[i], w[i], i, beta, c, rows)
     summarize(x, gram, beta, c, eps, out, rows)
