@@ -21,6 +21,7 @@ import numpy as np
 from sweep.bert import Bert, Trace, forward
 from sweep.kernels import dynamics
 from sweep.kernels.observables import N_OBS, NAMES, observe
+from sweep.kernels.workspace import workspace
 from sweep.store import SERIES, environment
 
 # name: (long_name, units), beside the SPEC observables of store.SERIES
@@ -49,10 +50,9 @@ def unit(h: np.ndarray) -> np.ndarray:
 def observables(x: np.ndarray, beta: float, eps: float) -> np.ndarray:
     """The NAMES observables of unit tokens x: [n, d], by the simulations' compiled kernel."""
     x = np.ascontiguousarray(x, dtype=np.float64)
-    n = x.shape[0]
     out = np.empty(N_OBS)
-    observe(x, dynamics("softmax", beta), eps, out, np.empty(n), np.empty(n),
-            np.empty(n, dtype=np.int64))
+    dyn = dynamics("softmax", beta)
+    observe(x, dyn, eps, out, workspace(x, dyn))
     return out
 
 

@@ -29,6 +29,30 @@ def run_kernel(x0, kind="softmax", beta=1.0, method="euler", dt=0.1, stride=1, n
     return status, obs, x, traj
 
 
+def allocations(script, *args):
+    """The JSON that script (Python source) prints, run in a child process with Numba's
+    allocation counter (rtsys.get_allocation_stats) switched on."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", script, *map(str, args)],
+                         env={**os.environ, "NUMBA_NRT_STATS": "1"}, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def kernel_velocity(x, dyn):
+    """The compiled velocity field P_{x_i}(v_i) at x: [n, d] under the model dyn."""
+    from sweep.kernels.attention import velocity
+    from sweep.kernels.workspace import workspace
+
+    out = np.empty_like(x)
+    velocity(x, dyn, out, workspace(x, dyn))
+    return out
+
+
 # ---------------------------------------------------------------- a tiny BERT on disk
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "token", "##s", "cluster", "##ed",

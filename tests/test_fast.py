@@ -1,10 +1,6 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
 reference, and the choice between them in simulate."""
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -13,7 +9,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import reference as ref
-from helpers import assert_matches_reference
+from helpers import allocations, assert_matches_reference
 from sweep import config, runner, simulate
 from sweep.grid import expand
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
@@ -130,11 +126,7 @@ print(json.dumps([[count(m, s) for s in (1, 40)] for m in map(int, sys.argv[1:])
 
 def test_rows_step_loop_allocates_nothing():
     # the same number of allocations for 2 and 80 steps: none of them is per step
-    methods = [METHOD_CODES["euler"], METHOD_CODES["rk4"]]
-    out = subprocess.run([sys.executable, "-c", COUNT_ALLOCATIONS, *map(str, methods)],
-                         env={**os.environ, "NUMBA_NRT_STATS": "1"}, capture_output=True,
-                         text=True, check=True)
-    for few, many in json.loads(out.stdout):
+    for few, many in allocations(COUNT_ALLOCATIONS, METHOD_CODES["euler"], METHOD_CODES["rk4"]):
         assert few == many > 0
 
 

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import reference as ref
-from helpers import assert_matches_reference, run_kernel
+from helpers import assert_matches_reference, kernel_velocity, run_kernel
 from sweep import states
-from sweep.kernels.attention import velocity
 from sweep.kernels.model import dynamics
 
 CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
@@ -16,8 +15,7 @@ CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]
 @pytest.mark.parametrize("n,d,beta", CASES)
 def test_velocity_matches_reference(kind, n, d, beta):
     x = states.uniform(n, d, np.random.default_rng(n * d))
-    out = np.empty_like(x)
-    velocity(x, dynamics(kind, beta), out, np.empty(n))
+    out = kernel_velocity(x, dynamics(kind, beta))
     np.testing.assert_allclose(out, ref.velocity(x, kind, beta), rtol=0, atol=1e-12 * max(
         1.0, np.abs(ref.velocity(x, kind, beta)).max()))
 

@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 import reference as ref
-from helpers import run_kernel
+from helpers import allocations, kernel_velocity, run_kernel
 from sweep import states
-from sweep.kernels.attention import velocity
 from sweep.kernels.model import dynamics, parse_mask
 
 N, D = 9, 4
@@ -54,8 +53,7 @@ def _start(seed=5):
 def test_velocity_matches_reference(name):
     model = MODELS[name]
     x = _start()
-    out = np.empty_like(x)
-    velocity(x, dynamics(**model), out, np.empty(N))
+    out = kernel_velocity(x, dynamics(**model))
     np.testing.assert_allclose(out, ref.zoo_velocity(x, model), rtol=0, atol=1e-12)
 
 
@@ -99,6 +97,40 @@ def test_identical_heads_give_exactly_one_head(kind, heads):
     np.testing.assert_array_equal(obsh, obs1)
 
 
+COUNT_ALLOCATIONS = """
+import json
+import numpy as np
+from numba.core.runtime import rtsys
+from sweep.kernels import METHOD_CODES, dynamics, integrate
+from sweep.states import uniform
+r = np.random.default_rng(1)
+n, d, h = 10, 4, 3
+qk, v, w = r.standard_normal((h, d, d)), r.standard_normal((h, d, d)), r.standard_normal((d, d))
+MODELS = [("euler", dict(attention="softmax", mask="topk:4", noise=0.1, ffn=w)),
+          ("euler", dict(attention="hardmax", mask="leaders:2", noise=0.2)),
+          ("rk4", dict(attention="relu", mask="window:2", ffn=w)),
+          ("rk4", dict(attention="unnormalized", mask="groups:3"))]
+def count(method, model, stride):
+    dyn = dynamics(beta=1.5, heads=h, qk=qk, v=v, noise_key=11, **model)
+    args = (uniform(n, d, np.random.default_rng(2)), dyn, METHOD_CODES[method], 0.01, stride,
+            1e-3, np.zeros((3, 8)), np.zeros((0, n, d)), np.zeros(1, dtype=np.int64))
+    integrate(*args)
+    before = rtsys.get_allocation_stats().alloc
+    integrate(*args)
+    return rtsys.get_allocation_stats().alloc - before
+print(json.dumps([[count(method, model, s) for s in (1, 40)] for method, model in MODELS]))
+"""
+
+
+def test_step_loop_allocates_nothing():
+    # several heads with their own matrices, masks, noise, ffn: the same number of
+    # allocations for 2 and 80 steps, so every scratch array is made once per job
+    counts = allocations(COUNT_ALLOCATIONS)
+    assert len(counts) == 4
+    for few, many in counts:
+        assert few == many > 0
+
+
 def test_identity_heads_give_exactly_one_head():
     x0 = _start(12)
     _, obs1, x1, _ = run_kernel(x0, model=dict(attention="softmax", beta=2.0), n_saves=6)
@@ -126,8 +158,7 @@ def test_noise_normals_are_standard():
 
 def test_hardmax_follows_the_nearest_other_token():
     x = np.array([[1.0, 0.0, 0.0], [0.8, 0.6, 0.0], [0.0, 0.6, 0.8]])
-    out = np.empty_like(x)
-    velocity(x, dynamics("hardmax", 1.0), out, np.empty(3))
+    out = kernel_velocity(x, dynamics("hardmax", 1.0))
     np.testing.assert_allclose(out[2], x[1] - x[1] @ x[2] * x[2], atol=1e-15)
     np.testing.assert_allclose(out[0], x[1] - x[1] @ x[0] * x[0], atol=1e-15)
 

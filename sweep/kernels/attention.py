@@ -26,15 +26,15 @@ def scores_row(x, i, w):
 
 
 @jit
-def head_inputs(x, mats, identity):
-    """[h, n, d] with row j of head h = M_h x_j, or x itself as [1, n, d] when identity.
+def head_inputs(x, mats, identity, out):
+    """out: [h, n, d] with row j of head h = M_h x_j, or x itself as [1, n, d] when identity
+    (out is then not touched). Returns the one that holds them.
 
     Precomputing M_h x_j costs h n d^2 per evaluation instead of n^2 d^2 per pair.
     """
     n, d = x.shape
     if identity:
         return x.reshape((1, n, d))
-    out = np.empty((mats.shape[0], n, d), dtype=x.dtype)
     for h in range(mats.shape[0]):
         for j in range(n):
             for k in range(d):
@@ -145,12 +145,9 @@ def velocity_row(x, i, keys, values, dyn, out, s, cols, acc):
 
 
 @jit
-def velocity(x, dyn, out, w):
-    """out[i] = P_{x_i}(v_i) for all i.  x, out: [n, d]; w: [n] scratch."""
-    n, d = x.shape
-    keys = head_inputs(x, dyn.qk, dyn.identity)
-    values = head_inputs(x, dyn.v, dyn.identity)
-    cols = np.empty(n, dtype=np.int64)
-    acc = np.empty(d, dtype=np.float64)
-    for i in range(n):
-        velocity_row(x, i, keys, values, dyn, out[i], w, cols, acc)
+def velocity(x, dyn, out, work):
+    """out[i] = P_{x_i}(v_i) for all i.  x, out: [n, d]; work: workspace.Work scratch."""
+    keys = head_inputs(x, dyn.qk, dyn.identity, work.keys)
+    values = head_inputs(x, dyn.v, dyn.identity, work.values)
+    for i in range(x.shape[0]):
+        velocity_row(x, i, keys, values, dyn, out[i], work.w, work.cols, work.acc)

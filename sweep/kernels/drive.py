@@ -4,12 +4,11 @@ Observables are recorded at save points 0, stride, 2 stride, ... steps, inside c
 so a job is one kernel call whatever its length.
 """
 
-import numpy as np
-
 from sweep.kernels._jit import jit
 from sweep.kernels.integrators import step
 from sweep.kernels.observables import observe
 from sweep.kernels.sphere import all_finite
+from sweep.kernels.workspace import workspace
 
 OK = 0
 NONFINITE = 1
@@ -25,20 +24,16 @@ def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     abandon the run. Returns (status, saves recorded): status OK, NONFINITE (the state blew
     up; later rows are left untouched) or STOPPED.
     """
-    n, d = x.shape
-    ws = np.empty((5, n, d), dtype=x.dtype)
-    w = np.empty(n, dtype=x.dtype)
-    g = np.empty(n, dtype=np.float64)
-    parent = np.empty(n, dtype=np.int64)
+    work = workspace(x, dyn)  # every scratch array, once: the step loop allocates nothing
     for s in range(obs.shape[0]):
         if s > 0:
             for r in range(save_stride):
                 if stop[0] != 0:  # per step, not per save: long save intervals still stop fast
                     return STOPPED, s
-                step(x, dyn, method, dt, ws, w, (s - 1) * save_stride + r)
+                step(x, dyn, method, dt, work, (s - 1) * save_stride + r)
         if not all_finite(x):
             return NONFINITE, s
-        observe(x, dyn, eps, obs[s], g, w, parent)
+        observe(x, dyn, eps, obs[s], work)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

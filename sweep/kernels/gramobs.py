@@ -101,7 +101,7 @@ def finish(x, rows, close, parent, beta, c, out):
         h_sum += rows[i, ROW_H]
         cos_sum += rows[i, ROW_COS]
         cos_min = min(cos_min, rows[i, ROW_MIN])
-    pair_columns(x, cos_sum, cos_min, close, parent, out)
+    pair_columns(x, cos_sum, cos_min, close, parent, np.empty(n, dtype=np.int64), out)
     out[6] = (np.exp(beta * c) * e_sum / (2.0 * n * n * beta) if beta > 0.0
               else e_sum / (2.0 * n * n))
     out[7] = h_sum / n

@@ -17,27 +17,28 @@ METHOD_CODES = {"euler": EULER, "rk4": RK4}
 
 
 @jit
-def euler_step(x, dyn, dt, ws, w, tick):
-    """ws: [5, n, d] scratch, w: [n] scratch; tick: the step number (indexes the noise)."""
-    k = ws[0]
-    velocity(x, dyn, k, w)
+def euler_step(x, dyn, dt, work, tick):
+    """work: workspace.Work scratch; tick: the step number (indexes the noise)."""
+    k = work.ws[0]
+    velocity(x, dyn, k, work)
     if dyn.noise > 0.0:
-        add_noise(x, k, dyn, dt, tick)
+        add_noise(x, k, dyn, dt, tick, work.xi)
     axpy(x, x, dt, k)
     normalize_rows(moving(x, dyn))
 
 
 @jit
-def rk4_step(x, dyn, dt, ws, w):
+def rk4_step(x, dyn, dt, work):
     """Deterministic only: configs refuse noise with rk4."""
+    ws = work.ws
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity(x, dyn, k1, w)
+    velocity(x, dyn, k1, work)
     axpy(y, x, 0.5 * dt, k1)
-    velocity(y, dyn, k2, w)
+    velocity(y, dyn, k2, work)
     axpy(y, x, 0.5 * dt, k2)
-    velocity(y, dyn, k3, w)
+    velocity(y, dyn, k3, work)
     axpy(y, x, dt, k3)
-    velocity(y, dyn, k4, w)
+    velocity(y, dyn, k4, work)
     h = dt / 6.0
     n, d = x.shape
     for i in range(n):
@@ -47,8 +48,8 @@ def rk4_step(x, dyn, dt, ws, w):
 
 
 @jit
-def step(x, dyn, method, dt, ws, w, tick):
+def step(x, dyn, method, dt, work, tick):
     if method == EULER:
-        euler_step(x, dyn, dt, ws, w, tick)
+        euler_step(x, dyn, dt, work, tick)
     else:
-        rk4_step(x, dyn, dt, ws, w)
+        rk4_step(x, dyn, dt, work)

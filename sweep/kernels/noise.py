@@ -44,14 +44,14 @@ def normal(key, c):
 
 
 @jit
-def add_noise(x, k, dyn, dt, tick):
+def add_noise(x, k, dyn, dt, tick, xi):
     """k[i] += sqrt(2 D / dt) P_{x_i}(xi_i), so that x + dt k is the Euler-Maruyama update.
 
-    x, k: [n, d]; tick: the step number, which with (i, component) indexes the stream.
+    x, k: [n, d]; tick: the step number, which with (i, component) indexes the stream;
+    xi: [d] float64 scratch.
     """
     n, d = x.shape
     scale = np.sqrt(2.0 * dyn.noise / dt)
-    xi = np.empty(d, dtype=np.float64)
     for i in range(n):
         if frozen(i, dyn):
             continue

@@ -105,8 +105,8 @@ def head_mean(sums, betas, n):
 
 
 @jit
-def observe(x, dyn, eps, out, g, w, parent):
-    """out[:] = the NAMES observables of x.  g, w: [n] float scratch; parent: [n] int scratch.
+def observe(x, dyn, eps, out, work):
+    """out[:] = the NAMES observables of x.  work: workspace.Work scratch.
 
     Clusters are connected components of the graph with edges <x_i, x_j> > 1 - eps.
     Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
@@ -114,16 +114,15 @@ def observe(x, dyn, eps, out, g, w, parent):
     the model's (row-normalised, masked) attention weights.
     """
     n = x.shape[0]
-    keys = head_inputs(x, dyn.qk, dyn.identity)
-    sums = np.zeros((2, dyn.betas.shape[0]))
-    cols = np.empty(n, dtype=np.int64)
-    sh = np.empty(n, dtype=np.float64)
+    keys = head_inputs(x, dyn.qk, dyn.identity, work.keys)
+    g, parent, sums = work.g, work.parent, work.sums
+    sums[:] = 0.0
     for i in range(n):
         parent[i] = i
     cos_sum, cos_min, close = 0.0, np.inf, 0
     for i in range(n):
         scores_row(x, i, g)
-        head_terms(x, i, g, keys, dyn, sums[0], sums[1], w, cols, sh)
+        head_terms(x, i, g, keys, dyn, sums[0], sums[1], work.w, work.cols, work.sh)
         for j in range(n):
             if j == i:
                 continue
@@ -134,28 +133,30 @@ def observe(x, dyn, eps, out, g, w, parent):
                 a, b = _find(parent, i), _find(parent, j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
-    pair_columns(x, cos_sum, cos_min, close, parent, out)
+    pair_columns(x, cos_sum, cos_min, close, parent, work.size, out)
     out[6], out[7] = head_mean(sums, dyn.betas, n)
 
 
 @jit
-def pair_columns(x, cos_sum, cos_min, close, parent, out):
-    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs."""
+def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
+    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs;
+    size: [n] int scratch."""
     n = x.shape[0]
     pairs = n * (n - 1)
     out[0] = order_parameter(x)
     out[1] = cos_sum / pairs if pairs > 0 else np.nan
     out[2] = cos_min if pairs > 0 else np.nan
     out[3] = close / pairs if pairs > 0 else np.nan
-    out[4], out[5] = _clusters(parent)
+    out[4], out[5] = _clusters(parent, size)
     out[5] /= n
 
 
 @jit
-def _clusters(parent):
-    """(number of components, size of the largest) from a union-find forest, in O(n)."""
+def _clusters(parent, size):
+    """(number of components, size of the largest) from a union-find forest, in O(n);
+    size: [n] int scratch."""
     n = parent.shape[0]
-    size = np.zeros(n, dtype=np.int64)  # once per save, not per step
+    size[:] = 0
     count, largest = 0, 0
     for i in range(n):
         r = _find(parent, i)
