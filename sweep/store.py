@@ -82,9 +82,14 @@ class Part:
     meta: dict
 
 
-def parts_dir(output: str | Path) -> Path:
+def beside(output: str | Path, suffix: str) -> Path:
+    """The folder `<output stem>.<suffix>` next to a results file (parts, job scripts)."""
     output = Path(output)
-    return output.with_name(output.stem + ".parts")
+    return output.with_name(f"{output.stem}.{suffix}")
+
+
+def parts_dir(output: str | Path) -> Path:
+    return beside(output, "parts")
 
 
 class Store:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.cluster import SchedulerError, array_spec
+from sweep.store import beside
 
 # Seconds before the time limit at which SLURM sends SIGUSR1 (LSF: minutes, rounded up), so a
 # task stops cleanly (jobs in flight are abandoned, finished parts kept) instead of being
@@ -147,8 +148,7 @@ class Plan:
 
 
 def jobs_dir(output: str | Path) -> Path:
-    output = Path(output)
-    return output.with_name(output.stem + ".jobs")
+    return beside(output, "jobs")
 
 
 def script_paths(output: str | Path, scheduler: Scheduler) -> tuple[Path, Path]:

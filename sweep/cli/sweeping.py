@@ -34,6 +34,7 @@ from sweep.config import Config
 from sweep.grid import axes, expand, shard
 from sweep.runner import Hooks, Interrupted, RunReport, run
 from sweep.signals import stop_on_signals
+from sweep.simulate import estimate
 from sweep.store import Store, merge, write_dataset
 
 
@@ -45,7 +46,8 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        workers = _preflight(cfg, jobs, cluster.task_cpus(), merged=True)
+        cpus = cluster.task_cpus()
+        workers = _preflight(cfg, jobs, cpus, merged=True)
     if as_json:
         for job in jobs:
             print(json.dumps({"index": job.index, "id": job.id, "parameters": job.params}))
@@ -57,12 +59,11 @@ def plan(config: ConfigArg, sets: SetOpt = None,
         for key, vals in zip(axis.keys, axis.values):
             table.add_row(key, str(len(vals)), _summary(vals))
     out.print(table)
-    from sweep.simulate import estimate
-    cost = estimate(jobs)
+    cost = estimate(jobs, cfg.output.positions)
     out.print(f"steps per job: {jobs[0].integrate.n_steps}  |  work: {cost.gflop:.3g} GFLOP  "
               f"|  peak memory per job: {cost.peak_mib:.3g} MiB  |  estimated time: "
               f"{cost.seconds:.3g} s on one core")
-    if workers < min(cluster.task_cpus(), len(jobs)):
+    if workers < min(cpus, len(jobs)):
         out.print(f"memory: at most {workers} job(s) fit at once; `run` uses {workers} worker(s)")
     out.print(f"output: {_output(cfg, None)}")
 
