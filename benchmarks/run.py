@@ -35,6 +35,7 @@ from cli_sweep import kernel_share, start_up_times  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate  # noqa: E402
+from sweep.kernels._jit import jit_fast  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
 from sweep.kernels.expfast import exp_inplace  # noqa: E402
 from sweep.kernels.fast import integrate_rows  # noqa: E402
@@ -71,10 +72,15 @@ def timed(fn, repeats: int) -> float:
 
 def calibrated_rate(make, systems: int, target_s: float, repeats: int) -> float:
     """System-steps per second of make(steps)(), with steps chosen so a call takes ~target_s
-    but at least MIN_STEPS (a sweep observes every ~10 steps; kernel calls observe twice)."""
-    probe = timed(make(2), 1) / 2
-    steps = int(min(max(MIN_STEPS, target_s / max(probe, 1e-9)), 100_000))
-    slow = steps * probe > 1.0
+    but at least MIN_STEPS. Steps grow 4x at a time until a call is long enough, so a fixed
+    cost per call (dispatch, the two observations) weighs on the rate as it does in a job of
+    that many steps, not as in a 2-step probe."""
+    steps, seconds = MIN_STEPS, timed(make(MIN_STEPS), 1)
+    while seconds < target_s / 4 and steps < 25_000:
+        steps *= 4
+        seconds = timed(make(steps), 1)
+    probed, steps = steps, int(min(max(MIN_STEPS, steps * target_s / seconds), 100_000))
+    slow = seconds * steps / probed > 1.0
     return steps * systems / timed(make(steps), min(repeats, 3) if slow else repeats)
 
 
@@ -109,6 +115,13 @@ def kernel_maker(kind: str, xs: np.ndarray, threads: int):
     return make
 
 
+@jit_fast
+def exp_passes(a, passes):
+    """exp_inplace over a, passes times, in one compiled call (no dispatch per pass)."""
+    for _ in range(passes):
+        exp_inplace(a)
+
+
 def ceilings(threads: int, repeats: int) -> dict:
     """gemm GFLOP/s (the shape of the big Gram product; BLAS on one thread and on all) and
     vectorised exponentials per second (all threads)."""
@@ -120,12 +133,15 @@ def ceilings(threads: int, repeats: int) -> dict:
             with threadpool_limits(limit, user_api="blas"):
                 seconds = timed(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), repeats)
             out[f"gemm_{label}_gflops_{dtype}"] = 2 * 2048 * 2048 * 128 / seconds / 1e9
-    bufs = [(np.linspace(-20, 0, 1 << 18), np.empty(1 << 18)) for _ in range(threads)]
+    # exponentials on a buffer that stays in L1 (as the kernels' rows and small matrices do),
+    # one buffer per thread
+    size, passes = 1 << 12, 1024
+    bufs = [np.linspace(-20, 0, size) for _ in range(threads)]
 
     def exps():
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda ab: [exp_inplace(*ab) for _ in range(8)], bufs))
-    out["exp_per_s"] = threads * 8 * (1 << 18) / timed(exps, repeats)
+            list(pool.map(lambda a: exp_passes(a, passes), bufs))
+    out["exp_per_s"] = threads * passes * size / timed(exps, repeats)
     return out
 
 

@@ -39,14 +39,14 @@ def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n
 def test_exp_matches_numpy_to_two_ulp():
     a = np.concatenate([np.linspace(-700, 708, 200_001), [0.0, -1e-300, 1e-17, np.log(2)]])
     got = a.copy()
-    exp_inplace(got, np.empty_like(a))
+    exp_inplace(got)
     want = np.exp(a)
     assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
 
 
 def test_exp_clamps_below_to_a_negligible_weight():
     got = np.array([-750.0, -1e4])
-    exp_inplace(got, np.empty(2))
+    exp_inplace(got)
     assert np.all((got > 0) & (got < 1e-300))
 
 

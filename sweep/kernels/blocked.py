@@ -23,7 +23,7 @@ import numpy as np
 
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
-from sweep.kernels.expfast import exp_inplace
+from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
@@ -32,19 +32,16 @@ TILE = 256  # rows per BLAS call; fixed, so results never depend on the thread c
 
 
 @jit_fast
-def exp_rows(gram, beta, c, z, a, t):
-    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums.  gram: [rows, n];
-    a, t: [n] float64 scratch (the rows of a float32 gram are exponentiated in float64)."""
+def exp_rows(gram, beta, c, z):
+    """gram <- exp(beta (gram - c)) in place, z[i] = its row sums.  gram: [rows, n] (a float32
+    gram is exponentiated in float64 and rounded back)."""
     rows, n = gram.shape
     for i in range(rows):
-        row = gram[i]
+        row, zi = gram[i], 0.0
         for j in range(n):
-            a[j] = beta * (row[j] - c)
-        exp_inplace(a, t)
-        zi = 0.0
-        for j in range(n):
-            row[j] = a[j]
-            zi += a[j]
+            w = exp1(beta * (row[j] - c))
+            row[j] = w
+            zi += w
         z[i] = zi
 
 
@@ -81,7 +78,7 @@ class Blocked:
         self.v = np.empty((n, d), dtype=x.dtype)
         self.ws = np.empty((5, n, d), dtype=x.dtype)
         self.z, self.rows = np.empty(n), np.empty((n, 4))
-        self.a, self.t = np.empty((slots, n)), np.empty((slots, n))
+        self.a = np.empty((slots, n))
         self.forests = np.empty((slots, n), dtype=np.int64)  # close pairs seen by each slot
         self.close = np.zeros(slots, dtype=np.int64)
         self.map = pool.map if pool is not None and slots > 1 else map
@@ -99,14 +96,14 @@ class Blocked:
     def velocity_tile(self, s: int, k: int, x: np.ndarray, out: np.ndarray) -> None:
         lo, hi = self.tiles[k]
         g = self.gram_tile(s, k, x)
-        exp_rows(g, self.beta, self.c, self.z[lo:hi], self.a[s], self.t[s])
+        exp_rows(g, self.beta, self.c, self.z[lo:hi])
         np.matmul(g, x, out=self.v[lo:hi])
         finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, out[lo:hi])
 
     def observe_tile(self, s: int, k: int, x: np.ndarray, eps: float) -> None:
         lo = self.tiles[k][0]
         g = self.gram_tile(s, k, x)
-        stats_tile(g, lo, self.beta, self.c, self.a[s], self.t[s], self.rows)
+        stats_tile(g, lo, self.beta, self.c, self.a[s], self.rows)
         self.close[s] += link_tile(g, lo, eps, self.forests[s])
 
     def observe(self, x: np.ndarray, eps: float, out: np.ndarray) -> None:

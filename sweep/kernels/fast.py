@@ -13,82 +13,83 @@ import numpy as np
 
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
-from sweep.kernels.expfast import exp_inplace
+from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy
 
 
 @jit_fast
-def velocity_rows(xt, beta, c, softmax, vt, z, e, t):
-    """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; z: [n]; e: [n, n],
-    t: [n * n] scratch.
+def velocity_rows(xt, beta, c, softmax, vt, z, e):
+    """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; e: [n, n];
+    z: [2, n] (the 1 / z_i, and scratch).
 
     The whole weight matrix at once, not row by row: one exp pass over n^2 numbers instead
     of n passes of n (at n = 32 the loop overheads of short passes cost more than the
     exponentials). Full rows rather than the symmetric half: triangular loops leave scalar
-    remainders that cost more than the exponentials they save.
+    remainders that cost more than the exponentials they save. The exponents come straight
+    out of the Gram pass, beta <x_i, x_j> - beta c, with beta folded into x_i.
     """
     n = xt.shape[1]
-    gram(xt, e)
-    weights(e, e, beta, c, t)
-    weighted_sums(e, xt, vt, z)
+    gram(xt, e, beta, beta * c)
+    exp_inplace(e.reshape(n * n))
+    weighted_sums(e, xt, vt, z[0])
     if not softmax:
-        z[:] = 1.0 / n
-    project(xt, vt, z, t[:n])
+        z[0] = 1.0 / n
+    project(xt, vt, z[0], z[1])
 
 
 @jit_fast
-def weights(g, w, beta, c, t):
-    """w = exp(beta (g - c)) elementwise (w may be g); g, w: [n, n], t: [n * n] scratch."""
+def weights(g, w, beta, c):
+    """w = exp(beta (g - c)) elementwise; g, w: [n, n], distinct arrays."""
     src, flat = g.reshape(g.size), w.reshape(w.size)
     for j in range(flat.shape[0]):
-        flat[j] = beta * (src[j] - c)
-    exp_inplace(flat, t)
+        flat[j] = exp1(beta * (src[j] - c))
 
 
 @jit_fast
-def gram(xt, g):
-    """g[i, j] = <x_i, x_j>; xt: [d, n], g: [n, n]. From d = 8, rows four at a time and
-    coordinates two at a time, so each load of x_j serves eight products and each store of g
-    two (one row and one coordinate per pass is bound by its stores: 2x slower at (128, 16);
-    at d = 3 it is the other way round). Every entry sums the same products in the same
-    order, so g is exactly symmetric."""
+def gram(xt, g, scale, shift):
+    """g[i, j] = scale <x_i, x_j> - shift; xt: [d, n], g: [n, n]. From d = 8, rows four at a
+    time and coordinates two at a time, so each load of x_j serves eight products and each
+    store of g two (one row and one coordinate per pass is bound by its stores: 2x slower at
+    (128, 16); at d = 3 it is the other way round). With scale 1 every entry sums the same
+    products in the same order, so g is exactly symmetric (the observables' clusters rely on
+    nothing more)."""
     d, n = xt.shape
     if d < 8 or n < 4:
         for i in range(n):
-            gi, row, xi = g[i], xt[0], xt[0, i]
+            gi, row, xi = g[i], xt[0], scale * xt[0, i]
             for j in range(n):
-                gi[j] = xi * row[j]
+                gi[j] = xi * row[j] - shift
             for k in range(1, d):
-                row, xi = xt[k], xt[k, i]
+                row, xi = xt[k], scale * xt[k, i]
                 for j in range(n):
                     gi[j] += xi * row[j]
         return
     for i in range(0, n - 3, 4):
-        _gram_rows(xt, i, g[i], g[i + 1], g[i + 2], g[i + 3])
+        _gram_rows(xt, i, scale, shift, g[i], g[i + 1], g[i + 2], g[i + 3])
     if n % 4:  # a block overlapping the last one: the same rows get the same values again
-        _gram_rows(xt, n - 4, g[n - 4], g[n - 3], g[n - 2], g[n - 1])
+        _gram_rows(xt, n - 4, scale, shift, g[n - 4], g[n - 3], g[n - 2], g[n - 1])
 
 
 @jit_fast
-def _gram_rows(xt, i, g0, g1, g2, g3):
-    """Rows i .. i + 3 of the Gram matrix into g0 .. g3: the first coordinate (odd d) or
-    pair (even d) sets them, the remaining pairs add to them."""
+def _gram_rows(xt, i, scale, shift, g0, g1, g2, g3):
+    """Rows i .. i + 3 of gram(xt, g, scale, shift) into g0 .. g3: the first coordinate
+    (odd d) or pair (even d) sets them, the remaining pairs add to them."""
     d, n = xt.shape
     r, s = xt[0], xt[min(1, d - 1)]
-    w = 0.0 if d % 2 else 1.0  # odd d: coordinate 0 alone sets the rows
-    a0, a1, a2, a3 = r[i], r[i + 1], r[i + 2], r[i + 3]
+    w = 0.0 if d % 2 else scale  # odd d: coordinate 0 alone sets the rows
+    a0, a1, a2, a3 = scale * r[i], scale * r[i + 1], scale * r[i + 2], scale * r[i + 3]
     b0, b1, b2, b3 = w * s[i], w * s[i + 1], w * s[i + 2], w * s[i + 3]
     for j in range(n):
-        g0[j] = a0 * r[j] + b0 * s[j]
-        g1[j] = a1 * r[j] + b1 * s[j]
-        g2[j] = a2 * r[j] + b2 * s[j]
-        g3[j] = a3 * r[j] + b3 * s[j]
+        g0[j] = a0 * r[j] + b0 * s[j] - shift
+        g1[j] = a1 * r[j] + b1 * s[j] - shift
+        g2[j] = a2 * r[j] + b2 * s[j] - shift
+        g3[j] = a3 * r[j] + b3 * s[j] - shift
     for k in range(2 - d % 2, d, 2):
         r, s = xt[k], xt[k + 1]
-        a0, a1, a2, a3 = r[i], r[i + 1], r[i + 2], r[i + 3]
-        b0, b1, b2, b3 = s[i], s[i + 1], s[i + 2], s[i + 3]
+        a0, a1, a2, a3 = scale * r[i], scale * r[i + 1], scale * r[i + 2], scale * r[i + 3]
+        b0, b1, b2, b3 = scale * s[i], scale * s[i + 1], scale * s[i + 2], scale * s[i + 3]
         for j in range(n):
             g0[j] += a0 * r[j] + b0 * s[j]
             g1[j] += a1 * r[j] + b1 * s[j]
@@ -159,25 +160,25 @@ def normalize_columns(xt, s):
 
 
 @jit_fast
-def step_rows(xt, beta, c, softmax, method, dt, ws, z, e, t):
+def step_rows(xt, beta, c, softmax, method, dt, ws, z, e):
     """One euler or rk4 step in place, then renormalisation; ws: [5, d, n] scratch."""
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity_rows(xt, beta, c, softmax, k1, z, e, t)
+    velocity_rows(xt, beta, c, softmax, k1, z, e)
     if method == EULER:
         axpy(xt, xt, dt, k1)
     else:
         axpy(y, xt, 0.5 * dt, k1)
-        velocity_rows(y, beta, c, softmax, k2, z, e, t)
+        velocity_rows(y, beta, c, softmax, k2, z, e)
         axpy(y, xt, 0.5 * dt, k2)
-        velocity_rows(y, beta, c, softmax, k3, z, e, t)
+        velocity_rows(y, beta, c, softmax, k3, z, e)
         axpy(y, xt, dt, k3)
-        velocity_rows(y, beta, c, softmax, k4, z, e, t)
+        velocity_rows(y, beta, c, softmax, k4, z, e)
         h = dt / 6.0
         d, n = xt.shape
         for k in range(d):
             for j in range(n):
                 xt[k, j] += h * (k1[k, j] + 2.0 * k2[k, j] + 2.0 * k3[k, j] + k4[k, j])
-    normalize_columns(xt, z)
+    normalize_columns(xt, z[0])
 
 
 @jit_fast
@@ -188,20 +189,24 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     n, d = x.shape
     c = 1.0 if softmax else 0.0
     xt, ws = np.empty((d, n)), np.empty((5, d, n))
-    z, e, t = np.empty(n), np.empty((n, n)), np.empty(n * n)
+    z, e = np.empty((2, n)), np.empty((n, n))
     g, rows = np.empty((n, n)), np.empty((n, 4))
+    single = x.itemsize == 4  # float32: round the state back after every step
     _load(x, xt)
     for s in range(obs.shape[0]):
         if s > 0:
             for _ in range(save_stride):
                 if stop[0] != 0:  # per step, as drive.integrate: long save intervals stop fast
+                    _store(xt, x)
                     return STOPPED, s
-                step_rows(xt, beta, c, softmax, method, dt, ws, z, e, t)
-                _store(xt, x)
+                step_rows(xt, beta, c, softmax, method, dt, ws, z, e)
+                if single:
+                    _store(xt, x)
+            _store(xt, x)
         if not all_finite(x):
             return NONFINITE, s
-        gram(xt, g)
-        weights(g, e, beta, c, t)
+        gram(xt, g, 1.0, 0.0)
+        weights(g, e, beta, c)
         observe_weighted(x, g, e, beta, c, eps, obs[s], rows)
         if traj.shape[0] > 0:
             traj[s] = x

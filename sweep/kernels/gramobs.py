@@ -13,7 +13,7 @@ sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
 import numpy as np
 
 from sweep.kernels._jit import jit_fast
-from sweep.kernels.expfast import exp_inplace
+from sweep.kernels.expfast import exp1
 from sweep.kernels.observables import _find, pair_columns
 
 # columns of the per-row statistics array rows: [n, 4]
@@ -21,14 +21,13 @@ ROW_E, ROW_H, ROW_COS, ROW_MIN = 0, 1, 2, 3
 
 
 @jit_fast
-def row_stats(g, i, beta, c, a, t, rows):
+def row_stats(g, i, beta, c, a, rows):
     """rows[i] = (sum_j exp(beta g_ij) / exp(beta c), H_i, sum_{j!=i} g_ij, min_{j!=i} g_ij).
 
-    g: [n] the row g_i. of the Gram matrix; a, t: [n] float64 scratch.
+    g: [n] the row g_i. of the Gram matrix; a: [n] float64 scratch.
     """
     for j in range(g.shape[0]):
-        a[j] = beta * (g[j] - c)
-    exp_inplace(a, t)
+        a[j] = exp1(beta * (g[j] - c))
     row_sums(g, a, i, beta, c, rows)
 
 
@@ -108,11 +107,11 @@ def finish(x, rows, close, parent, beta, c, out):
 
 
 @jit_fast
-def stats_tile(tile, lo, beta, c, a, t, rows):
+def stats_tile(tile, lo, beta, c, a, rows):
     """row_stats for rows lo .. lo + len(tile) - 1 of the Gram matrix, given as tile: [rows, n]
     (independent of every other row: tiles may run at once)."""
     for r in range(tile.shape[0]):
-        row_stats(tile[r], lo + r, beta, c, a, t, rows)
+        row_stats(tile[r], lo + r, beta, c, a, rows)
 
 
 @jit_fast
