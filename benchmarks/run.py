@@ -8,6 +8,7 @@ but a single blocked system shares its row tiles over all threads):
   general     the model-zoo path (drive.integrate)
   rows        the serial fast path (fast.py)
   blocked     BLAS products on row tiles + vectorised passes (blocked.py)
+  symmetric   blocked computing only W's blocks on and right of the diagonal (3 n^2 d flops)
   blocked-mt  blocked without tile threads, BLAS free to use every core instead
 Kernel calls include the observables at their first and last step, as a sweep records them.
 Then a realistic sweep through the CLI and the start-up times. The table is written as JSON
@@ -46,9 +47,9 @@ MIN_STEPS = 10
 SHAPES = [  # n, d, systems, dtype, kernel rows to time
     (32, 3, 256, "float64", ("general", "rows")),
     (128, 16, 64, "float64", ("general", "rows", "blocked")),
-    (512, 64, 1, "float64", ("general", "rows", "blocked", "blocked-mt")),
-    (2048, 128, 1, "float64", ("general", "blocked", "blocked-mt")),
-    (2048, 128, 1, "float32", ("blocked", "blocked-mt")),
+    (512, 64, 1, "float64", ("general", "rows", "blocked", "symmetric", "blocked-mt")),
+    (2048, 128, 1, "float64", ("general", "blocked", "symmetric", "blocked-mt")),
+    (2048, 128, 1, "float32", ("blocked", "symmetric", "blocked-mt")),
 ]
 
 
@@ -94,7 +95,7 @@ def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:
     elif kind == "rows":
         integrate_rows(x, BETA, True, *args)
     else:
-        integrate_blocked(x, BETA, True, *args, threads=threads)
+        integrate_blocked(x, BETA, True, *args, threads=threads, symmetric=kind == "symmetric")
 
 
 def kernel_maker(kind: str, xs: np.ndarray, threads: int):

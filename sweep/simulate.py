@@ -25,7 +25,7 @@ from sweep.kernels import (
     dynamics,
     integrate,
 )
-from sweep.kernels.blocked import TILE, integrate_blocked
+from sweep.kernels.blocked import TILE, integrate_blocked, symmetric_fits
 from sweep.kernels.fast import integrate_rows
 
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
@@ -199,13 +199,14 @@ def job_flop(job: Job) -> float:
 
 
 def job_bytes(job: Job, positions: str = "none") -> int:
-    """Bytes one job holds: state, stages, scratch, series and positions. Only "rows" jobs
-    (n < BLOCKED_MIN_N) hold n x n matrices (the Gram matrix, its weights, exp scratch); a
-    "blocked" job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for
-    one thread: a job sharing its tiles over T threads holds less than T one-thread jobs,
-    which is what resources.need budgets. Stage buffers count as a step touches them (1 for
-    euler, 5 for rk4: pages never written take no memory). Within 20% of the peak resident
-    memory a job adds, measured from 1 to 75 MiB (README, Performance)."""
+    """Bytes one job holds: state, stages, scratch, series and positions. "rows" jobs
+    (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its weights); a "blocked"
+    job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
+    thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
+    is what resources.need budgets), plus, when its weights fit (blocked.symmetric_fits), an
+    n x n matrix. Stage buffers count as a step touches them (1 for
+    euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
+    memory a job adds (README, Performance)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
@@ -215,9 +216,10 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     m = job.model
     heads = 0 if how != "general" or m.qk == m.v == "identity" else 2 * m.heads
     copies = {"general": 1, "rows": 2, "blocked": 3}[how] + stages + heads
-    tile = min(TILE, n) * n * item + 4 * n * 8
-    square = {"general": 0, "rows": 3 * n * n * 8, "blocked": tile}[how]
-    return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square
+    square = {"general": 0, "rows": 2 * n * n * 8, "blocked": min(TILE, n) * n * item + 4 * n * 8}
+    if how == "blocked" and symmetric_fits(n, item):  # W, and the products with its transpose
+        square["blocked"] += n * n * item + n * d * item
+    return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:

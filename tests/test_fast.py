@@ -12,8 +12,8 @@ import reference as ref
 from helpers import allocations, assert_matches_reference
 from sweep import config, runner, simulate
 from sweep.grid import expand
-from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
-from sweep.kernels.blocked import TILE, Blocked, integrate_blocked
+from sweep.kernels import METHOD_CODES, OBSERVABLES, blocked, dynamics, integrate
+from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.expfast import exp_inplace
 from sweep.kernels.fast import integrate_rows
 from sweep.states import uniform
@@ -21,6 +21,7 @@ from sweep.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
 # odd d; (3, 9): fewer tokens than a block
+PATHS = ["rows", "blocked", "symmetric"]
 CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0), (12, 9, 4.0), (3, 9, 2.0)]
 
 
@@ -30,10 +31,16 @@ def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n
     x = np.array(x0, dtype=dtype)
     obs = np.full((n_saves, len(OBSERVABLES)), np.nan)
     traj = np.zeros((n_saves if trajectory else 0,) + x.shape, dtype=dtype)
-    kernel = integrate_rows if path == "rows" else integrate_blocked
-    status, _ = kernel(x, float(beta), kind == "softmax", METHOD_CODES[method], dt, stride, eps,
-                       obs, traj, np.zeros(1, dtype=np.int64), **threads)
+    status, _ = kernel(path)(x, float(beta), kind == "softmax", METHOD_CODES[method], dt, stride,
+                             eps, obs, traj, np.zeros(1, dtype=np.int64), **threads)
     return status, obs, x, traj
+
+
+def kernel(path):
+    """rows; blocked: tile by tile; symmetric: blocked keeping the upper half of W."""
+    if path == "rows":
+        return integrate_rows
+    return lambda *args, **kw: integrate_blocked(*args, **kw, symmetric=path == "symmetric")
 
 
 def test_exp_matches_numpy_to_two_ulp():
@@ -50,7 +57,7 @@ def test_exp_clamps_below_to_a_negligible_weight():
     assert np.all((got > 0) & (got < 1e-300))
 
 
-@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 @pytest.mark.parametrize("kind", ["softmax", "unnormalized"])
 @pytest.mark.parametrize("n,d,beta", CASES)
@@ -63,17 +70,19 @@ def test_fast_paths_match_reference(path, kind, method, n, d, beta):
     assert_matches_reference(obs, x, want_obs, want_x)
 
 
-def test_blocked_does_not_depend_on_threads():
+@pytest.mark.parametrize("path", ["blocked", "symmetric"])
+def test_blocked_does_not_depend_on_threads(path):
     x0 = uniform(300, 24, np.random.default_rng(1))  # two row tiles: 256 + 44
     kw = dict(beta=3.0, method="rk4", stride=2, n_saves=2)
     with threadpool_limits(1, user_api="blas"):
-        want = run("blocked", x0, **kw)
-        got = run("blocked", x0, **kw, threads=3)
+        want = run(path, x0, **kw)
+        got = run(path, x0, **kw, threads=3)
     np.testing.assert_array_equal(got[2], want[2])
     np.testing.assert_array_equal(got[1], want[1])
 
 
-def test_blocked_clusters_span_tiles_and_threads():
+@pytest.mark.parametrize("path", ["blocked", "symmetric"])
+def test_blocked_clusters_span_tiles_and_threads(path):
     # four tight clusters shuffled over three row tiles: each thread's union-find forest sees
     # a share of the close pairs, and the merged forest must give the reference's clusters
     rng = np.random.default_rng(5)
@@ -81,8 +90,8 @@ def test_blocked_clusters_span_tiles_and_threads():
     x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
     kw = dict(beta=1.0, stride=2, n_saves=2)
     with threadpool_limits(1, user_api="blas"):
-        _, obs, x, _ = run("blocked", x0, **kw)
-        got = run("blocked", x0, **kw, threads=3)
+        _, obs, x, _ = run(path, x0, **kw)
+        got = run(path, x0, **kw, threads=3)
     np.testing.assert_array_equal(got[1], obs)
     np.testing.assert_array_equal(got[2], x)
     want_obs, want_x = ref.trajectory(x0, "softmax", 1.0, "euler", 0.05, 2, 2, 0.05)
@@ -95,14 +104,32 @@ def blocked_bytes(n, threads):
     return sum(a.nbytes for a in vars(work).values() if isinstance(a, np.ndarray))
 
 
-def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes():
+def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes(monkeypatch):
     # a [TILE, n] tile of the Gram matrix per thread, never n x n (16x from n = 1000 to 4000)
+    monkeypatch.setattr(blocked, "SYMMETRIC_MAX_BYTES", 0)  # as a system too big for Symmetric
     small, large = blocked_bytes(1000, 1), blocked_bytes(4000, 1)
     assert large == pytest.approx(4 * small, rel=0.01)
     assert blocked_bytes(4000, 3) - large == pytest.approx(2 * TILE * 4000 * 8, rel=0.02)
     (job,) = jobs([1.0], n=4000, d=4)
     assert simulate.strategy(job) == "blocked"
     assert large <= simulate.job_bytes(job) < 1.1 * large
+
+
+def test_symmetric_computes_only_the_upper_tile_blocks():
+    # half the Gram products and exponentials: nothing left of the diagonal blocks is written
+    n = 2 * TILE + 40
+    x = uniform(n, 6, np.random.default_rng(2))
+    work = Symmetric(x, 2.0, True)
+    work.w[:] = np.nan
+    out = np.empty_like(x)
+    work.velocity(x, out)
+    for lo, hi in work.tiles:
+        assert np.isfinite(work.w[lo:hi, lo:]).all()
+        assert np.isnan(work.w[lo:hi, :lo]).all()
+    np.testing.assert_allclose(out, ref.velocity(x, "softmax", 2.0), rtol=0, atol=1e-13)
+    (job,) = jobs([1.0], n=n, d=6)
+    assert simulate.strategy(job) == "blocked" and blocked.symmetric_fits(n, 8)
+    assert simulate.job_bytes(job) > work.w.nbytes
 
 
 # Numba counts its allocations when NUMBA_NRT_STATS is set before it is imported, hence a
@@ -145,8 +172,8 @@ def test_stop_flag_is_polled_every_step(kernel):
                               daemon=True)
     worker.start()
     deadline = time.monotonic() + 60
-    while np.array_equal(x, x0) and time.monotonic() < deadline:
-        time.sleep(1e-3)  # x moves only once the stepping (past save 0's poll) has begun
+    while not np.isfinite(obs[0]).all() and time.monotonic() < deadline:
+        time.sleep(1e-3)  # save 0 is recorded: the stepping is about to begin
     stop[0] = 1
     worker.join(60)
     assert result == [(3, 1)]
@@ -172,7 +199,7 @@ def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
             np.testing.assert_array_equal(store.read(job).observables, obs)
 
 
-@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 def test_float32_tracks_float64(path, method):
     x0 = uniform(12, 5, np.random.default_rng(3))
@@ -185,7 +212,7 @@ def test_float32_tracks_float64(path, method):
     np.testing.assert_allclose(obs32[:, 6:], obs64[:, 6:], rtol=1e-5)
 
 
-@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("path", PATHS)
 def test_huge_beta_softmax_stays_on_the_sphere(path):
     x0 = uniform(10, 3, np.random.default_rng(1))
     status, obs, x, _ = run(path, x0, beta=1e3, dt=0.1, stride=5, n_saves=3)
@@ -193,15 +220,14 @@ def test_huge_beta_softmax_stays_on_the_sphere(path):
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-14)
 
 
-@pytest.mark.parametrize("path", ["rows", "blocked"])
+@pytest.mark.parametrize("path", PATHS)
 def test_trajectory_and_stop_flag(path):
     x0 = uniform(5, 3, np.random.default_rng(2))
     status, _, x, traj = run(path, x0, stride=2, n_saves=4, trajectory=True)
     np.testing.assert_array_equal(traj[0], x0)
     np.testing.assert_array_equal(traj[-1], x)
-    kernel = integrate_rows if path == "rows" else integrate_blocked
     obs = np.full((4, len(OBSERVABLES)), np.nan)
-    status, saved = kernel(x0.copy(), 1.0, True, 0, 0.05, 2, 1e-3, obs,
+    status, saved = kernel(path)(x0.copy(), 1.0, True, 0, 0.05, 2, 1e-3, obs,
                            np.zeros((0, 5, 3)), np.ones(1, dtype=np.int64))
     assert (status, saved) == (3, 1) and np.isnan(obs[1:]).all()
 

@@ -29,6 +29,16 @@ from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
 TILE = 256  # rows per BLAS call; fixed, so results never depend on the thread count
+# Symmetric keeps an n x n weight matrix up to this size (n = 5792 in float64, 8192 in
+# float32); larger systems go tile by tile in O(TILE n) memory. It writes only the upper half,
+# but NumPy backs large arrays with transparent huge pages (2 MiB), which span whole rows, so
+# the whole matrix is counted as resident (measured: 546 MiB at n = 8192).
+SYMMETRIC_MAX_BYTES = 256 * 2**20
+
+
+def symmetric_fits(n: int, itemsize: int) -> bool:
+    """Whether a system of n tokens runs as Symmetric rather than Blocked."""
+    return n * n * itemsize <= SYMMETRIC_MAX_BYTES
 
 
 @jit_fast
@@ -46,6 +56,32 @@ def exp_rows(gram, beta, c, z):
 
 
 @jit_fast
+def exp_block(w, lo, hi, beta, c):
+    """w[lo:hi, lo:] <- exp(beta (w - c)) in place; w: [n, n] (a float32 w is exponentiated in
+    float64 and rounded back). Each row is sliced and then indexed from 0: a loop over
+    range(lo, n) of the whole row ran scalar, 7x slower."""
+    for i in range(lo, hi):
+        row = w[i, lo:]
+        for j in range(row.shape[0]):
+            row[j] = exp1(beta * (row[j] - c))
+
+
+@jit_fast
+def block_sums(w, lo, hi, z):
+    """z[i - lo] = sum_j w[i, j] for rows lo..hi-1 of a symmetric w: [n, n] of which only the
+    blocks on and right of the diagonal are filled (the rest is read as their transpose)."""
+    for i in range(lo, hi):
+        zi, row = 0.0, w[i, lo:]
+        for j in range(row.shape[0]):
+            zi += row[j]
+        z[i - lo] = zi
+    for r in range(lo):
+        col = w[r, lo:hi]
+        for i in range(col.shape[0]):
+            z[i] += col[i]
+
+
+@jit_fast
 def finish_velocity(x, v, z, softmax, out):
     """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n."""
     n, d = x.shape
@@ -57,6 +93,14 @@ def finish_velocity(x, v, z, softmax, out):
             dot += out[i, k] * x[i, k]
         for k in range(d):
             out[i, k] -= dot * x[i, k]
+
+
+@jit_fast
+def add_into(v, u):
+    """v += u for [rows, d] arrays."""
+    for i in range(v.shape[0]):
+        for k in range(v.shape[1]):
+            v[i, k] += u[i, k]
 
 
 class Blocked:
@@ -134,6 +178,44 @@ class Blocked:
         normalize_rows(x)
 
 
+class Symmetric(Blocked):
+    """Blocked for systems whose n x n weights fit in memory (symmetric_fits). W is symmetric,
+    so only its blocks on and right of the diagonal are computed, W[I, I:] for each row tile I
+    (half the Gram flops, half the exponentials), and the blocks left of the diagonal are read
+    as the transposes of those above it:
+        V_I = W[I, I:] x[I:] + W[:I, I]^T x[:I],   z_I likewise from row and column sums,
+    3 n^2 d flops per velocity instead of 4. Two phases, all weights then all products; a tile
+    is computed whole by one thread in each, so the numbers do not depend on the threads.
+    Memory: the n x n w (simulate.job_bytes counts all of it).
+    """
+
+    def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
+        super().__init__(x, beta, softmax, pool, threads)
+        self.w = np.empty((x.shape[0], x.shape[0]), dtype=x.dtype)
+        self.u = np.empty_like(x)  # the products with the blocks above the diagonal
+        self.tile_map = pool.map if pool is not None and len(self.tiles) > 1 else map
+
+    def weights_tile(self, k: int, x: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        exp_block(self.w, lo, hi, self.beta, self.c)
+
+    def product_tile(self, k: int, x: np.ndarray, out: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
+        np.matmul(right, x[lo:], out=v)
+        if lo > 0:
+            add_into(v, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))
+        block_sums(self.w, lo, hi, self.z[lo:hi])
+        finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, out[lo:hi])
+
+    def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
+        np.copyto(self.xt, x.T)
+        tiles = range(len(self.tiles))
+        list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
+        list(self.tile_map(lambda k: self.product_tile(k, x, out), tiles))
+
+
 @jit_fast
 def rk4_combine(x, dt, k1, k2, k3, k4):
     h = dt / 6.0
@@ -144,11 +226,15 @@ def rk4_combine(x, dt, k1, k2, k3, k4):
 
 
 def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
-                      threads=1):
+                      threads=1, symmetric=None):
     """drive.integrate for one large system, with fast.integrate_rows' arguments and results;
-    threads share the row tiles out. Call with BLAS held to one thread (runner.py does)."""
+    threads share the row tiles out. symmetric: Symmetric or Blocked (None: symmetric_fits
+    decides). Call with BLAS held to one thread (runner.py does)."""
+    if symmetric is None:
+        symmetric = symmetric_fits(x.shape[0], x.itemsize)
+    kind = Symmetric if symmetric else Blocked
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        return _integrate(Blocked(x, beta, softmax, pool, threads), x, method, dt, save_stride,
+        return _integrate(kind(x, beta, softmax, pool, threads), x, method, dt, save_stride,
                           eps, obs, traj, stop)
 
 
