@@ -101,20 +101,35 @@ def _gram_rows(xt, i, scale, shift, g0, g1, g2, g3):
 def weighted_sums(w, xt, vt, z):
     """vt[:, i] = sum_j w_ij x_j and z_i = 1 / sum_j w_ij; w: [n, n], xt, vt: [d, n].
     Rows four at a time and coordinates two at a time, so each load of w_ij serves two
-    products and each of x_j four (1.4x one coordinate per pass at (128, 16))."""
+    products and each of x_j four (1.4x one coordinate per pass at (128, 16)). The row sums
+    pair with the last coordinate when d is odd, so no pass is spent on a coordinate twice."""
     d, n = xt.shape
     for i in range(0, n, 4):
         i1, i2, i3 = min(i + 1, n - 1), min(i + 2, n - 1), min(i + 3, n - 1)
         w0, w1, w2, w3 = w[i], w[i1], w[i2], w[i3]
         z0 = z1 = z2 = z3 = 0.0
-        for j in range(n):
-            z0 += w0[j]
-            z1 += w1[j]
-            z2 += w2[j]
-            z3 += w3[j]
+        if d % 2:
+            r = xt[d - 1]
+            a0 = a1 = a2 = a3 = 0.0
+            for j in range(n):
+                z0 += w0[j]
+                z1 += w1[j]
+                z2 += w2[j]
+                z3 += w3[j]
+                a0 += w0[j] * r[j]
+                a1 += w1[j] * r[j]
+                a2 += w2[j] * r[j]
+                a3 += w3[j] * r[j]
+            vt[d - 1, i3], vt[d - 1, i2], vt[d - 1, i1], vt[d - 1, i] = a3, a2, a1, a0
+        else:
+            for j in range(n):
+                z0 += w0[j]
+                z1 += w1[j]
+                z2 += w2[j]
+                z3 += w3[j]
         z[i3], z[i2], z[i1], z[i] = 1.0 / z3, 1.0 / z2, 1.0 / z1, 1.0 / z0
-        for k in range(0, d, 2):
-            r, s = xt[k], xt[min(k + 1, d - 1)]  # odd d: the last pair repeats its coordinate
+        for k in range(0, d - 1, 2):
+            r, s = xt[k], xt[k + 1]
             a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = 0.0
             for j in range(n):
                 a0 += w0[j] * r[j]
@@ -125,8 +140,7 @@ def weighted_sums(w, xt, vt, z):
                 b1 += w1[j] * s[j]
                 b2 += w2[j] * s[j]
                 b3 += w3[j] * s[j]
-            k1 = min(k + 1, d - 1)
-            vt[k1, i3], vt[k1, i2], vt[k1, i1], vt[k1, i] = b3, b2, b1, b0
+            vt[k + 1, i3], vt[k + 1, i2], vt[k + 1, i1], vt[k + 1, i] = b3, b2, b1, b0
             vt[k, i3], vt[k, i2], vt[k, i1], vt[k, i] = a3, a2, a1, a0
 
 
