@@ -3,6 +3,7 @@ reference, and the choice between them in simulate."""
 
 import threading
 import time
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -130,6 +131,22 @@ def test_symmetric_computes_only_the_upper_tile_blocks():
     (job,) = jobs([1.0], n=n, d=6)
     assert simulate.strategy(job) == "blocked" and blocked.symmetric_fits(n, 8)
     assert simulate.job_bytes(job) > work.w.nbytes
+
+
+@pytest.mark.parametrize("kind", [Blocked, Symmetric])
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_blocked_step_loop_allocates_no_arrays(kind, method):
+    # NumPy reports its buffers to tracemalloc: a temporary of one tile's products (256 x 24
+    # doubles, 49 kB) in a step would show; only Python's small objects (closures) remain
+    x = uniform(300, 24, np.random.default_rng(0))
+    work = kind(x, 2.0, True)
+    work.step(x, METHOD_CODES[method], 0.01)
+    tracemalloc.start()
+    for _ in range(5):
+        work.step(x, METHOD_CODES[method], 0.01)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16_000
 
 
 # Numba counts its allocations when NUMBA_NRT_STATS is set before it is imported, hence a
