@@ -11,9 +11,10 @@ The driver sequences stages; the store decides every I/O; the caller's hooks dra
 from __future__ import annotations
 
 import os
+import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -182,9 +183,12 @@ def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: 
 
 def _pass(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks) -> list[Job]:
     """Submit `todo`, collect outcomes; the jobs other runs hold come back."""
+    finished = queue.SimpleQueue()  # futures as they finish: O(1) per job, unlike wait()
     futures = {pool.submit(one, job): job for job in todo}
+    for f in futures:
+        f.add_done_callback(finished.put)
     try:
-        return _collect(futures, report, hooks)
+        return _collect(futures, finished, report, hooks)
     except BaseException:
         # Ctrl-C, a stop signal or an unwritable store: running jobs stop at their next step
         # and nothing half-written is kept (parts are renamed into place whole).
@@ -216,10 +220,12 @@ def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunRep
     return []
 
 
-def _collect(futures: dict, report: RunReport, hooks: Hooks) -> list[Job]:
-    remaining, busy = set(futures), []
+def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
+             hooks: Hooks) -> list[Job]:
+    remaining, busy = len(futures), []
     while remaining:
-        done, remaining = wait(remaining, timeout=0.5, return_when=FIRST_COMPLETED)
+        done = _finished(finished)
+        remaining -= len(done)
         for f in done:
             job, outcome = futures[f], f.result()
             if outcome == "cancelled":
@@ -237,3 +243,15 @@ def _collect(futures: dict, report: RunReport, hooks: Hooks) -> list[Job]:
                     report.nonfinite.append(job)
             hooks.job_done(job, outcome)
     return sorted(busy, key=lambda j: j.index)
+
+
+def _finished(finished: queue.SimpleQueue) -> list:
+    """The futures finished since the last call; none if half a second passes first (the
+    caller's loop then lets signal handlers run)."""
+    try:
+        done = [finished.get(timeout=0.5)]
+    except queue.Empty:
+        return []
+    while not finished.empty():
+        done.append(finished.get())
+    return done
