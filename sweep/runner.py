@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 from sweep.grid import Job
 from sweep.locks import STALE_AFTER, JobLocks
 from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
-from sweep.store import Store, StoreError
+from sweep.store import Part, Store, StoreError, part_of
 
 
 class Interrupted(Exception):
@@ -44,6 +44,7 @@ class RunReport:
     seconds: float = 0.0
     elsewhere: int = 0         # finished meanwhile by another run sharing the output
     damaged: list[str] = field(default_factory=list)  # unreadable parts, recomputed
+    parts: dict[str, Part] = field(default_factory=dict)  # job id -> part, see run(keep=)
 
 
 @dataclass
@@ -67,8 +68,9 @@ def default_workers() -> int:
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,
-            damaged: list[str] | None = None) -> list[Job]:
-    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`."""
+            damaged: list[str] | None = None, kept: dict[str, Part] | None = None) -> list[Job]:
+    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`, a
+    whole one (by job id) in `kept`."""
     if force:
         return list(jobs)
     todo = []
@@ -77,20 +79,27 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
             damaged.append(error)
         if part is None or part.status == 2:
             todo.append(job)
+        elif kept is not None:
+            kept[job.id] = part
     return todo
 
 
 def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int | None = None,
-        force: bool = False, hooks: Hooks | None = None) -> RunReport:
+        force: bool = False, hooks: Hooks | None = None, keep: bool = False) -> RunReport:
     """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up.
 
     Each job is computed under its lock (sweep.locks), so runs sharing an output split the
     work; jobs another run holds are waited for. StoreError if the output cannot be written.
+    keep: put every part this run read or wrote in report.parts, for store.merge to use
+    instead of reading each part again; only with positions "none": what is kept is each
+    job's series ([n_saves, 8] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
-    todo, report = _triage(jobs, store, force, hooks)
+    keep = keep and positions == "none"
+    todo, report = _triage(jobs, store, force, hooks, keep)
+    kept = report.parts if keep else None
     if todo:
         warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
@@ -103,7 +112,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         try:
             if not force and store.done(job):
                 return "elsewhere"
-            return _compute(job, store, positions, stop, threads)
+            return _compute(job, store, positions, stop, threads, kept)
         finally:
             locks.release(job.id)
 
@@ -157,10 +166,10 @@ def _lock(locks: JobLocks, job: Job, store: Store) -> bool:
                          f"({err.strerror or type(err).__name__})") from None
 
 
-def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
+def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks, keep: bool):
     """(jobs to run, a report counting those skipped); damaged parts are announced."""
     report = RunReport(total=len(jobs))
-    todo = pending(jobs, store, force, report.damaged)
+    todo = pending(jobs, store, force, report.damaged, report.parts if keep else None)
     report.skipped = len(jobs) - len(todo)
     for message in report.damaged:
         hooks.notice(f"recomputing {message}")
@@ -168,7 +177,8 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
     return todo, report
 
 
-def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int) -> str:
+def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int,
+             kept: dict[str, Part] | None) -> str:
     t = time.perf_counter()
     try:
         result = simulate(job, positions, stop, threads=threads)
@@ -178,6 +188,8 @@ def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: 
         store.write_failure(job, f"{type(err).__name__}: {err}", time.perf_counter() - t)
         return f"failed: {type(err).__name__}: {err}"
     store.write(job, result)
+    if kept is not None:
+        kept[job.id] = part_of(result)
     return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
 
