@@ -1,14 +1,19 @@
 """What a run costs outside the kernels, guarded by counts rather than times: each part is
-read at most once.
+read at most once, light commands never load the data stack.
 """
 
 import collections
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import xarray as xr
 
 from helpers import invoke, load, values
 from sweep.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -55,3 +60,18 @@ def test_with_positions_the_merge_reads_them_from_disk(cfg_path, tmp_path, count
     assert result.exit_code == 0, result.output
     assert sorted(counted_reads.values()) == [1] * 6  # positions are never held by the run
     assert load(out)["positions"].notnull().all()
+
+
+HEAVY = ("xarray", "pandas", "netCDF4", "matplotlib", "scipy.linalg")
+
+
+@pytest.mark.parametrize("args", [["plan", "configs/demo.yaml"], ["--help"]],
+                         ids=["plan", "help"])
+def test_light_commands_do_not_load_the_data_stack(args):
+    code = ("import sys\nfrom sweep.cli import app\n"
+            f"sys.argv = ['sweep', *{args!r}]\n"
+            "try:\n    app()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            f"print(*[m for m in {HEAVY!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "", out.stdout
