@@ -5,7 +5,8 @@ on NFS v3+, unlike flock on some cluster file systems; O_CREAT | O_EXCL where li
 supported), holding the owner's host, pid and a random token. The owner refreshes its locks'
 mtime every `HEARTBEAT` seconds. A lock is stale, and may be broken, when its owner is a dead
 process on this host or when it has not been refreshed for `STALE_AFTER` seconds (an owner on
-another host that crashed).
+another host that crashed). One owner's locks share one inode: a lock file is created, renamed
+or removed, never written in place.
 """
 
 from __future__ import annotations
