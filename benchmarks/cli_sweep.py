@@ -1,12 +1,18 @@
 """Whole runs through the command line: share of wall time inside the kernels, start-up times.
 
-Each measurement is a fresh `python -m sweep run` process, as a user would start it.
+Each measurement is a fresh `python -m sweep run` process, as a user would start it. The
+sweep's worker time (workers x wall) splits into the kernels (the jobs' wall_seconds:
+drawing the start and the compiled call), the fixed cost of any run (start-up, warm-up,
+merge, exit: the wall of the same config cut to one job) and the rest, per job: locks,
+part writes, scheduling. Usage: python benchmarks/cli_sweep.py [workers]
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,17 +49,33 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def kernel_share(workers: int) -> dict:
-    """Run SWEEP; the share of worker time spent inside simulate() (start + compiled call)."""
+def kernel_share(workers: int, repeats: int = 3) -> dict:
+    """Run SWEEP (fresh output each time; the run of median wall is reported) and the same
+    config cut to one job; the share of worker time spent inside simulate() (start +
+    compiled call), and the split of the rest into a fixed part and a per-job overhead."""
     with tempfile.TemporaryDirectory() as tmp:
-        cfg, out = Path(tmp) / "bench.yaml", Path(tmp) / "bench.nc"
+        cfg, one = Path(tmp) / "bench.yaml", [str(Path(tmp) / "one.nc"), "--force"]
         cfg.write_text(yaml.safe_dump(SWEEP, sort_keys=False))
-        wall, _ = _sweep_run([str(cfg), "--out", str(out), "--workers", str(workers)])
-        with xr.open_dataset(out) as ds:
-            inside = float(ds["wall_seconds"].sum())
-            jobs = int(ds["wall_seconds"].size)
+        single = [str(cfg), "--set", "grid.beta=[0.0]", "--set", "grid.seed=[0]", "--out"]
+        _sweep_run(single + one)  # loads (or compiles) the kernels into the cache
+        fixed = statistics.median(_sweep_run(single + one)[0] for _ in range(repeats))
+        runs = sorted(_timed_sweep(cfg, Path(tmp) / f"bench{i}.nc", workers)
+                      for i in range(repeats))
+    wall, inside, jobs = runs[len(runs) // 2]
+    overhead = max(workers * (wall - fixed) - inside, 0.0)
     return {"jobs": jobs, "workers": workers, "wall_s": wall, "kernel_s": inside,
-            "share_in_kernels": inside / (workers * wall)}
+            "share_in_kernels": inside / (workers * wall), "fixed_s": fixed,
+            "kernel_ms_per_job": 1e3 * inside / jobs,
+            "overhead_ms_per_job": 1e3 * overhead / jobs,
+            "share_after_fixed": inside / (workers * max(wall - fixed, 1e-9)),
+            "wall_runs_s": [r[0] for r in runs]}
+
+
+def _timed_sweep(cfg: Path, out: Path, workers: int) -> tuple[float, float, int]:
+    """(wall, summed job wall_seconds, jobs) of one `sweep run` of cfg into a new output."""
+    wall, _ = _sweep_run([str(cfg), "--out", str(out), "--workers", str(workers)])
+    with xr.open_dataset(out) as ds:
+        return wall, float(ds["wall_seconds"].sum()), int(ds["wall_seconds"].size)
 
 
 def start_up_times() -> dict:
@@ -67,3 +89,19 @@ def start_up_times() -> dict:
         warm, warm_cpu = sorted(_sweep_run(run, env) for _ in range(3))[1]
     return {"cold_start_s": cold, "warm_start_s": warm, "compile_s": cold - warm,
             "cold_start_cpu_s": cold_cpu, "warm_start_cpu_s": warm_cpu}
+
+
+def describe(sweep: dict) -> str:
+    """One line: where the sweep's worker time went."""
+    return (f"sweep run, {sweep['jobs']} jobs on {sweep['workers']} worker(s): "
+            f"{sweep['wall_s']:.2f} s wall = {sweep['fixed_s']:.2f} s fixed (start-up, warm-up, "
+            f"merge, exit) + jobs at {sweep['kernel_ms_per_job']:.2f} ms in kernels and "
+            f"{sweep['overhead_ms_per_job']:.2f} ms outside per job and worker; "
+            f"{100 * sweep['share_in_kernels']:.0f}% of worker time in kernels, "
+            f"{100 * sweep['share_after_fixed']:.0f}% after the fixed part")
+
+
+if __name__ == "__main__":
+    result = kernel_share(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    print(describe(result))
+    print(json.dumps(result, indent=2))

@@ -11,9 +11,10 @@ The driver sequences stages; the store decides every I/O; the caller's hooks dra
 from __future__ import annotations
 
 import os
+import queue
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ from threadpoolctl import threadpool_limits
 from sweep.grid import Job
 from sweep.locks import STALE_AFTER, JobLocks
 from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
-from sweep.store import Store, StoreError
+from sweep.store import Part, Store, StoreError, part_of
 
 
 class Interrupted(Exception):
@@ -43,6 +44,7 @@ class RunReport:
     seconds: float = 0.0
     elsewhere: int = 0         # finished meanwhile by another run sharing the output
     damaged: list[str] = field(default_factory=list)  # unreadable parts, recomputed
+    parts: dict[str, Part] = field(default_factory=dict)  # job id -> part, see run(keep=)
 
 
 @dataclass
@@ -66,8 +68,9 @@ def default_workers() -> int:
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,
-            damaged: list[str] | None = None) -> list[Job]:
-    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`."""
+            damaged: list[str] | None = None, kept: dict[str, Part] | None = None) -> list[Job]:
+    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`, a
+    whole one (by job id) in `kept`."""
     if force:
         return list(jobs)
     todo = []
@@ -76,20 +79,27 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
             damaged.append(error)
         if part is None or part.status == 2:
             todo.append(job)
+        elif kept is not None:
+            kept[job.id] = part
     return todo
 
 
 def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int | None = None,
-        force: bool = False, hooks: Hooks | None = None) -> RunReport:
+        force: bool = False, hooks: Hooks | None = None, keep: bool = False) -> RunReport:
     """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up.
 
     Each job is computed under its lock (sweep.locks), so runs sharing an output split the
     work; jobs another run holds are waited for. StoreError if the output cannot be written.
+    keep: put every part this run read or wrote in report.parts, for store.merge to use
+    instead of reading each part again; only with positions "none": what is kept is each
+    job's series ([n_saves, 8] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
-    todo, report = _triage(jobs, store, force, hooks)
+    keep = keep and positions == "none"
+    todo, report = _triage(jobs, store, force, hooks, keep)
+    kept = report.parts if keep else None
     if todo:
         warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
@@ -102,7 +112,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         try:
             if not force and store.done(job):
                 return "elsewhere"
-            return _compute(job, store, positions, stop, threads)
+            return _compute(job, store, positions, stop, threads, kept)
         finally:
             locks.release(job.id)
 
@@ -156,10 +166,10 @@ def _lock(locks: JobLocks, job: Job, store: Store) -> bool:
                          f"({err.strerror or type(err).__name__})") from None
 
 
-def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
+def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks, keep: bool):
     """(jobs to run, a report counting those skipped); damaged parts are announced."""
     report = RunReport(total=len(jobs))
-    todo = pending(jobs, store, force, report.damaged)
+    todo = pending(jobs, store, force, report.damaged, report.parts if keep else None)
     report.skipped = len(jobs) - len(todo)
     for message in report.damaged:
         hooks.notice(f"recomputing {message}")
@@ -167,7 +177,8 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
     return todo, report
 
 
-def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int) -> str:
+def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int,
+             kept: dict[str, Part] | None) -> str:
     t = time.perf_counter()
     try:
         result = simulate(job, positions, stop, threads=threads)
@@ -177,14 +188,19 @@ def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: 
         store.write_failure(job, f"{type(err).__name__}: {err}", time.perf_counter() - t)
         return f"failed: {type(err).__name__}: {err}"
     store.write(job, result)
+    if kept is not None:
+        kept[job.id] = part_of(result)
     return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
 
 
 def _pass(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks) -> list[Job]:
     """Submit `todo`, collect outcomes; the jobs other runs hold come back."""
+    finished = queue.SimpleQueue()  # futures as they finish: O(1) per job, unlike wait()
     futures = {pool.submit(one, job): job for job in todo}
+    for f in futures:
+        f.add_done_callback(finished.put)
     try:
-        return _collect(futures, report, hooks)
+        return _collect(futures, finished, report, hooks)
     except BaseException:
         # Ctrl-C, a stop signal or an unwritable store: running jobs stop at their next step
         # and nothing half-written is kept (parts are renamed into place whole).
@@ -216,10 +232,12 @@ def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunRep
     return []
 
 
-def _collect(futures: dict, report: RunReport, hooks: Hooks) -> list[Job]:
-    remaining, busy = set(futures), []
+def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
+             hooks: Hooks) -> list[Job]:
+    remaining, busy = len(futures), []
     while remaining:
-        done, remaining = wait(remaining, timeout=0.5, return_when=FIRST_COMPLETED)
+        done = _finished(finished)
+        remaining -= len(done)
         for f in done:
             job, outcome = futures[f], f.result()
             if outcome == "cancelled":
@@ -237,3 +255,15 @@ def _collect(futures: dict, report: RunReport, hooks: Hooks) -> list[Job]:
                     report.nonfinite.append(job)
             hooks.job_done(job, outcome)
     return sorted(busy, key=lambda j: j.index)
+
+
+def _finished(finished: queue.SimpleQueue) -> list:
+    """The futures finished since the last call; none if half a second passes first (the
+    caller's loop then lets signal handlers run)."""
+    try:
+        done = [finished.get(timeout=0.5)]
+    except queue.Empty:
+        return []
+    while not finished.empty():
+        done.append(finished.get())
+    return done

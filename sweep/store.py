@@ -82,6 +82,13 @@ class Part:
     meta: dict
 
 
+def part_of(result: JobResult) -> Part:
+    """What reading back the part Store.write(job, result) wrote gives (meta aside): the same
+    arrays, so a merge from it is bit-identical to one from disk."""
+    return Part(result.observables, int(result.status), float(result.wall_seconds),
+                result.positions, {})
+
+
 def beside(output: str | Path, suffix: str) -> Path:
     """The folder `<output stem>.<suffix>` next to a results file (parts, job scripts)."""
     output = Path(output)
@@ -126,10 +133,15 @@ class Store:
             raise StoreError(f"{path}: damaged result part ({problem})")
         return part
 
-    def read_each(self, jobs: list[Job]) -> Iterator[tuple[Job, Part | None, str]]:
+    def read_each(self, jobs: list[Job], known: dict[str, Part] | None = None,
+                  ) -> Iterator[tuple[Job, Part | None, str]]:
         """(job, its part or None if there is none, '') per job, in order; a damaged or
-        foreign part gives (job, None, the StoreError's message)."""
+        foreign part gives (job, None, the StoreError's message). known: parts already in
+        memory by job id (runner.run(keep=True)), taken instead of reading the file."""
         for job in jobs:
+            if known and job.id in known:
+                yield job, known[job.id], ""
+                continue
             try:
                 yield job, self.read(job), ""
             except StoreError as err:
@@ -232,11 +244,12 @@ def _part_problem(part: Part, job: Job) -> str:
 # ---------------------------------------------------------------- merge
 
 def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = False,
-          command: str | None = None):
-    """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing."""
+          command: str | None = None, known: dict[str, Part] | None = None):
+    """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing.
+    known: parts already in memory by job id (RunReport.parts); the others are read."""
     import xarray as xr
 
-    parts = read_all(jobs, store)
+    parts = read_all(jobs, store, known)
     missing = [job for job, p in zip(jobs, parts) if p is None]
     if missing and not allow_missing:
         raise MissingJobs(missing)
@@ -275,10 +288,11 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     return ds
 
 
-def read_all(jobs: list[Job], store: Store) -> list[Part | None]:
+def read_all(jobs: list[Job], store: Store,
+             known: dict[str, Part] | None = None) -> list[Part | None]:
     """Every job's part (None where missing); StoreError naming the first damaged one."""
     parts, damaged = [], []
-    for _, part, error in store.read_each(jobs):
+    for _, part, error in store.read_each(jobs, known):
         parts.append(part)
         if error:
             damaged.append(error)

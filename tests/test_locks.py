@@ -197,3 +197,42 @@ def test_release_on_a_disk_gone_read_only_does_not_raise(tmp_path, monkeypatch):
     monkeypatch.setattr(type(tmp_path), "unlink", read_only)
     held.release("job")
     assert not held.held
+
+
+# ---------------------------------------------------------------- one owner record
+
+def test_the_locks_of_one_run_are_links_to_one_record(tmp_path):
+    with JobLocks(tmp_path) as held:
+        assert all(held.acquire(name) for name in ("a", "b", "c"))
+        inodes = {(tmp_path / f"{name}.lock").stat().st_ino for name in ("a", "b", "c")}
+        records = [p for p in tmp_path.iterdir() if p.suffix == ".tmp"]
+        assert len(inodes) == 1 and len(records) == 1
+        assert records[0].stat().st_ino in inodes
+        owner = json.loads((tmp_path / "b.lock").read_text())
+        assert owner["pid"] == os.getpid() and owner["token"] == held.token
+        held.release("b")
+        assert not (tmp_path / "b.lock").exists() and (tmp_path / "a.lock").exists()
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_record_removed_as_abandoned_is_written_again(tmp_path):
+    held = JobLocks(tmp_path)
+    assert held.acquire("a")
+    for record in tmp_path.glob(".*.tmp"):
+        record.unlink()  # what store.remove_abandoned does after an hour without a heartbeat
+    assert held.acquire("b")
+    assert json.loads((tmp_path / "b.lock").read_text())["token"] == held.token
+    with JobLocks(tmp_path) as other:
+        assert not other.acquire("b")
+    held.release("a")
+    held.release("b")
+    assert [p.suffix for p in tmp_path.iterdir()] == [".tmp"]  # the record, until exit
+
+
+def test_another_owner_in_this_process_gets_its_own_record(tmp_path):
+    first, second = JobLocks(tmp_path), JobLocks(tmp_path)
+    assert first.acquire("a") and second.acquire("b")
+    assert not second.acquire("a")
+    first.release("a")  # only the lock: the other owner's lock still names its owner
+    assert json.loads((tmp_path / "b.lock").read_text())["token"] == second.token
+    assert locks.read_owner(tmp_path / "b.lock")["token"] != first.token

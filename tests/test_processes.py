@@ -122,7 +122,9 @@ def test_kill_9_during_a_write_loses_nothing_finished(tmp_path):
     proc.kill()  # SIGKILL: no handler runs, no cleanup
     proc.communicate(timeout=WAIT)
     store, jobs = store_of(path, out)
-    assert len(list(store.dir.glob(".*.tmp"))) == 1  # the half-written part, under a temp name
+    temps = [p.name for p in store.dir.glob(".*.tmp")]
+    assert len([t for t in temps if ".owner." not in t]) == 1  # the half-written part
+    assert len(temps) == 2  # and the record its lock links to (sweep.locks), cleared below
     assert sum(store.read(j) is not None for j in jobs) == 2  # the finished ones, whole
     rerun = subprocess.run([sys.executable, "-m", "sweep", "run", str(path), "--out", str(out)],
                            capture_output=True, text=True)

@@ -10,6 +10,7 @@ threshold, plot, theory) and models (probe, extract), each registering on `app`.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -77,11 +78,19 @@ def _summary(values: tuple) -> str:
 
 
 def main() -> None:
+    # Numba, xarray and pandas leave a few 10^5 objects that live until exit. Freezing them
+    # spares the cyclic GC from walking them again in every full collection, and above all
+    # in those the interpreter runs at exit: 0.3 s of a 1.2 s warm `sweep run` on the
+    # reference machine (README "Performance"). Nothing is lost: atexit handlers still run,
+    # files are closed where they are written, and the OS takes back the memory.
+    gc.freeze()
     try:
         app()
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    finally:
+        gc.freeze()
 
 
 # Registration happens on import; this order is the order of `sweep --help`.

@@ -104,10 +104,11 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         merged = part is None and not failed_only
         workers = _preflight(cfg, todo, workers or cluster.task_cpus(), merged=merged)
         try:
-            report = _run_with_progress(todo, store, cfg, workers, force)
+            report = _run_with_progress(todo, store, cfg, workers, force, keep=merged)
             _print_report(report, store)
             if merged:
-                target = write_dataset(merge(cfg, jobs, store), store.output)
+                ds = merge(cfg, jobs, store, known=report.parts)  # parts not kept are read
+                target = write_dataset(ds, store.output)
                 out.print(f"results: {target}")
         except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C, SIGTERM, SIGUSR1
             finished = f"{e.report.completed} job(s) finished this run and are kept" if \
@@ -136,7 +137,7 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
     return fit
 
 
-def _run_with_progress(jobs, store, cfg, workers, force) -> RunReport:
+def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunReport:
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=False) as progress:
@@ -160,7 +161,7 @@ def _run_with_progress(jobs, store, cfg, workers, force) -> RunReport:
             progress.console.print(message, markup=False, soft_wrap=True)
 
         return run(jobs, store, positions=cfg.output.positions, workers=workers, force=force,
-                   hooks=Hooks(start=start, job_done=job_done, notice=notice))
+                   hooks=Hooks(start=start, job_done=job_done, notice=notice), keep=keep)
 
 
 def _hint(job) -> str:
