@@ -31,6 +31,10 @@ SWEEP = {
     "integrate": {"method": "euler", "dt": 0.05, "t_max": 30.0, "save_every": 0.5},
     "grid": {"beta": {"linspace": [0.0, 9.0, 16]}, "seed": {"range": [0, 16]}},
 }
+# The same 256 jobs with 50x the work each (n = 128, 3000 steps, ~50 ms a job): where the
+# fixed cost of a run stops mattering
+LONG = {**SWEEP, "model": {**SWEEP["model"], "n": 128},
+        "integrate": {**SWEEP["integrate"], "t_max": 150.0, "save_every": 1.5}}
 TINY = ["--set", "integrate.t_max=0.5", "--set", "grid.seed=[0]", "--set", "grid.d=[3]",
         "--set", "grid.beta=[1.0]"]
 
@@ -49,13 +53,13 @@ def _child_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def kernel_share(workers: int, repeats: int = 3) -> dict:
-    """Run SWEEP (fresh output each time; the run of median wall is reported) and the same
+def kernel_share(workers: int, repeats: int = 3, sweep: dict = SWEEP) -> dict:
+    """Run `sweep` (fresh output each time; the run of median wall is reported) and the same
     config cut to one job; the share of worker time spent inside simulate() (start +
     compiled call), and the split of the rest into a fixed part and a per-job overhead."""
     with tempfile.TemporaryDirectory() as tmp:
         cfg, one = Path(tmp) / "bench.yaml", [str(Path(tmp) / "one.nc"), "--force"]
-        cfg.write_text(yaml.safe_dump(SWEEP, sort_keys=False))
+        cfg.write_text(yaml.safe_dump(sweep, sort_keys=False))
         single = [str(cfg), "--set", "grid.beta=[0.0]", "--set", "grid.seed=[0]", "--out"]
         _sweep_run(single + one)  # loads (or compiles) the kernels into the cache
         fixed = statistics.median(_sweep_run(single + one)[0] for _ in range(repeats))
@@ -63,7 +67,10 @@ def kernel_share(workers: int, repeats: int = 3) -> dict:
                       for i in range(repeats))
     wall, inside, jobs = runs[len(runs) // 2]
     overhead = max(workers * (wall - fixed) - inside, 0.0)
-    return {"jobs": jobs, "workers": workers, "wall_s": wall, "kernel_s": inside,
+    shape = (sweep["model"]["n"], sweep["model"]["d"])
+    steps = round(sweep["integrate"]["t_max"] / sweep["integrate"]["dt"])
+    return {"shape": shape, "steps": steps, "jobs": jobs, "workers": workers, "wall_s": wall,
+            "kernel_s": inside,
             "share_in_kernels": inside / (workers * wall), "fixed_s": fixed,
             "kernel_ms_per_job": 1e3 * inside / jobs,
             "overhead_ms_per_job": 1e3 * overhead / jobs,
@@ -93,7 +100,8 @@ def start_up_times() -> dict:
 
 def describe(sweep: dict) -> str:
     """One line: where the sweep's worker time went."""
-    return (f"sweep run, {sweep['jobs']} jobs on {sweep['workers']} worker(s): "
+    return (f"sweep run, {sweep['jobs']} jobs of {tuple(sweep['shape'])} x {sweep['steps']} "
+            f"steps on {sweep['workers']} worker(s): "
             f"{sweep['wall_s']:.2f} s wall = {sweep['fixed_s']:.2f} s fixed (start-up, warm-up, "
             f"merge, exit) + jobs at {sweep['kernel_ms_per_job']:.2f} ms in kernels and "
             f"{sweep['overhead_ms_per_job']:.2f} ms outside per job and worker; "
@@ -102,6 +110,7 @@ def describe(sweep: dict) -> str:
 
 
 if __name__ == "__main__":
-    result = kernel_share(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
-    print(describe(result))
-    print(json.dumps(result, indent=2))
+    for config in (SWEEP, LONG):
+        result = kernel_share(int(sys.argv[1]) if len(sys.argv) > 1 else 2, sweep=config)
+        print(describe(result))
+        print(json.dumps(result, indent=2))

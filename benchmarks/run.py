@@ -11,8 +11,10 @@ but a single blocked system shares its row tiles over all threads):
   symmetric   blocked computing only W's blocks on and right of the diagonal (3 n^2 d flops)
   blocked-mt  blocked without tile threads, BLAS free to use every core instead
 Kernel calls include the observables at their first and last step, as a sweep records them.
-Then a realistic sweep through the CLI and the start-up times. The table is written as JSON
-to benchmarks/results/. Timings on a shared machine are noisy: the load is recorded too.
+Then two sweeps through the CLI (256 jobs of 600 steps at (32, 3), and the same with ~50 ms
+jobs at (128, 3)), split into fixed cost, kernels and per-job overhead, and the start-up
+times. The table is written as JSON to benchmarks/results/. Timings on a shared machine
+are noisy: the load is recorded too.
 Usage: python benchmarks/run.py [--quick]
 """
 
@@ -32,7 +34,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_sweep import kernel_share, start_up_times  # noqa: E402
+from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate  # noqa: E402
@@ -198,18 +200,16 @@ def main(quick: bool = False) -> Path:
     for n, d, systems, dtype, kinds in SHAPES:
         rows += shape_rows(n, d, systems, dtype, kinds, ceil, threads, target, repeats)
     print_table(rows, ceil)
-    sweep = kernel_share(threads)
+    sweep, long = kernel_share(threads), kernel_share(threads, sweep=LONG)
     start = start_up_times()
-    sweep["share_after_start_up"] = sweep["kernel_s"] / (
-        sweep["workers"] * max(sweep["wall_s"] - start["warm_start_s"], 1e-9))
-    print(f"sweep run, {sweep['jobs']} jobs of (32, 3): {sweep['wall_s']:.2f} s wall, "
-          f"{100 * sweep['share_in_kernels']:.0f}% of worker time inside kernels "
-          f"({100 * sweep['share_after_start_up']:.0f}% of what follows a warm start-up)")
+    print(describe(sweep))
+    print(describe(long))
     print(f"start-up: cold {start['cold_start_s']:.1f} s wall, {start['cold_start_cpu_s']:.1f} s "
           f"CPU (compiles the demo's kernels); warm {start['warm_start_s']:.2f} s wall, "
           f"{start['warm_start_cpu_s']:.2f} s CPU")
     result = {"machine": machine(), "load_before": load_before, "load_after": os.getloadavg(),
-              "ceilings": ceil, "rows": rows, "sweep": sweep, "start_up": start,
+              "ceilings": ceil, "rows": rows, "sweep": sweep, "sweep_long": long,
+              "start_up": start,
               "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
