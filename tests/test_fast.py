@@ -1,6 +1,9 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
 reference, and the choice between them in simulate."""
 
+import os
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -162,6 +165,37 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 16_000
+
+
+# A kernel compiled in the process and the same kernel loaded from Numba's cache must give the
+# same bits, or a run resumed after a kill would differ from a clean one. LLVM may reassociate
+# inside functions compiled with reassoc, and a four-term sum there once compiled one way
+# fresh and another way into the cache; a warm cache (a developer's) never shows it.
+FRESH_OR_CACHED = """
+import sys
+import numpy as np
+from sweep.kernels import OBSERVABLES
+from sweep.kernels.blocked import integrate_blocked
+from sweep.kernels.fast import integrate_rows
+from sweep.states import uniform
+out = []
+for n, d, method, run in ((12, 3, 0, integrate_rows), (12, 9, 1, integrate_rows),
+                          (300, 5, 1, integrate_blocked)):
+    x = uniform(n, d, np.random.default_rng(0))
+    obs = np.zeros((3, len(OBSERVABLES)))
+    run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64))
+    out.append(np.concatenate([x.ravel(), obs.ravel()]))
+np.save(sys.argv[1], np.concatenate(out))
+"""
+
+
+def test_fresh_and_cached_fast_kernels_agree_bit_for_bit(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    for name in ("fresh", "cached"):
+        subprocess.run([sys.executable, "-c", FRESH_OR_CACHED, str(tmp_path / name)], env=env,
+                       check=True, timeout=600)
+    np.testing.assert_array_equal(np.load(tmp_path / "fresh.npy"),
+                                  np.load(tmp_path / "cached.npy"))
 
 
 # Numba counts its allocations when NUMBA_NRT_STATS is set before it is imported, hence a

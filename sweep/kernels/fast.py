@@ -11,7 +11,7 @@ Float32 jobs are computed in float64 and rounded back to float32 after every ste
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast
+from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
@@ -47,7 +47,7 @@ def weights(g, w, beta, c):
         flat[j] = exp1(beta * (src[j] - c))
 
 
-@jit_fast
+@jit_fma
 def gram(xt, g, scale, shift):
     """g[i, j] = scale <x_i, x_j> - shift; xt: [d, n], g: [n, n]. Up to d = 4 all coordinates
     in one pass over each row (7% of a whole step at (32, 3), 9% at (64, 3)); from d = 8, rows
@@ -56,7 +56,8 @@ def gram(xt, g, scale, shift):
     slower at (128, 16); at d = 3 it is the other way round; four coordinates per pass there
     was 7-40% slower). With scale 1 every entry sums the same
     products in the same order, so g is exactly symmetric (the observables' clusters rely on
-    nothing more)."""
+    nothing more). Compiled without reassociation (its loops need none to vectorise): with it,
+    the one-pass sum for d <= 4 compiled one way fresh and another into Numba's cache."""
     d, n = xt.shape
     if d <= 4:  # every coordinate in one pass (missing ones with weight 0): one store per g_ij
         r, s, u, v = xt[0], xt[min(1, d - 1)], xt[min(2, d - 1)], xt[min(3, d - 1)]
@@ -82,7 +83,7 @@ def gram(xt, g, scale, shift):
         _gram_rows(xt, n - 4, scale, shift, g[n - 4], g[n - 3], g[n - 2], g[n - 1])
 
 
-@jit_fast
+@jit_fma
 def _gram_rows(xt, i, scale, shift, g0, g1, g2, g3):
     """Rows i .. i + 3 of gram(xt, g, scale, shift) into g0 .. g3: the first coordinate
     (odd d) or pair (even d) sets them, the remaining pairs add to them."""
