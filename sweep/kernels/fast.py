@@ -54,9 +54,8 @@ def gram(xt, g, scale, shift):
     four at a time and coordinates two at a time, so each load of x_j serves eight products
     and each store of g two (one row and one coordinate per pass is bound by its stores: 2x
     slower at (128, 16); at d = 3 it is the other way round; four coordinates per pass there
-    was 7-40% slower). With scale 1 every entry sums the same
-    products in the same order, so g is exactly symmetric (the observables' clusters rely on
-    nothing more). Compiled without reassociation (its loops need none to vectorise): with it,
+    was 7-40% slower). With scale 1 every entry sums the same products in the same order, so
+    g is exactly symmetric (the observables' clusters rely on nothing more). Compiled without reassociation (its loops need none to vectorise): with it,
     the one-pass sum for d <= 4 compiled one way fresh and another into Numba's cache."""
     d, n = xt.shape
     if d <= 4:  # every coordinate in one pass (missing ones with weight 0): one store per g_ij
