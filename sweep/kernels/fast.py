@@ -55,8 +55,9 @@ def gram(xt, g, scale, shift):
     and each store of g two (one row and one coordinate per pass is bound by its stores: 2x
     slower at (128, 16); at d = 3 it is the other way round; four coordinates per pass there
     was 7-40% slower). With scale 1 every entry sums the same products in the same order, so
-    g is exactly symmetric (the observables' clusters rely on nothing more). Compiled without reassociation (its loops need none to vectorise): with it,
-    the one-pass sum for d <= 4 compiled one way fresh and another into Numba's cache."""
+    g is exactly symmetric (the observables' clusters rely on nothing more). Compiled without
+    reassociation (its loops need none to vectorise): with it, the one-pass sum for d <= 4
+    compiled one way fresh and another way into Numba's cache."""
     d, n = xt.shape
     if d <= 4:  # every coordinate in one pass (missing ones with weight 0): one store per g_ij
         r, s, u, v = xt[0], xt[min(1, d - 1)], xt[min(2, d - 1)], xt[min(3, d - 1)]
