@@ -20,6 +20,9 @@ FAST_OPTIONS = dict(OPTIONS, fastmath={"reassoc", "contract", "nsz", "arcp"})
 
 jit_fast = numba.njit(**FAST_OPTIONS)
 
-# Fused multiply-adds alone, for expfast.py: its rounding trick survives contraction (an FMA
-# rounds once where a multiply and an add round twice) but not reassociation.
+# Fused multiply-adds alone, for expfast.py (its rounding trick survives contraction, an FMA
+# rounding once where a multiply and an add round twice, but not reassociation) and for loops
+# that vectorise without it: reassociation lets LLVM order a sum one way when a kernel is
+# compiled in the process and another in the copy it caches (seen in fast.gram), and a
+# resumed run must give the bits of a clean one (tests/test_fast.py checks fresh vs cached).
 jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
