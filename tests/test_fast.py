@@ -136,7 +136,7 @@ def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes(monkeypatch):
 
 def test_symmetric_computes_only_the_upper_tile_blocks():
     # half the Gram products and exponentials: nothing left of the diagonal blocks is written
-    n = 2 * TILE + 40
+    n = blocked.SYMMETRIC_MIN_N + 40
     x = uniform(n, 6, np.random.default_rng(2))
     work = Symmetric(x, 2.0, True)
     work.w[:] = np.nan
