@@ -179,11 +179,13 @@ from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.fast import integrate_rows
 from sweep.states import uniform
 out = []
-for n, d, method, run in ((12, 3, 0, integrate_rows), (12, 9, 1, integrate_rows),
-                          (300, 5, 1, integrate_blocked)):
+for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
+                              (300, 5, 1, integrate_blocked, {"symmetric": False}),
+                              (300, 5, 1, integrate_blocked, {"symmetric": True})):
     x = uniform(n, d, np.random.default_rng(0))
     obs = np.zeros((3, len(OBSERVABLES)))
-    run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64))
+    run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64),
+        **kw)
     out.append(np.concatenate([x.ravel(), obs.ravel()]))
 np.save(sys.argv[1], np.concatenate(out))
 """
