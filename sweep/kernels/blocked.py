@@ -8,9 +8,11 @@ Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one
 The time loop runs in Python: at n >= 256 one step costs a millisecond or more, so the call
 overhead is noise. Rows are cut into fixed tiles of TILE whose four stages are independent,
 so threads (GIL released in BLAS and in the Numba passes) share the tiles out with one
-barrier per velocity evaluation. G and W exist one tile at a time ([TILE, n] per thread), and
-the observables at a save are gathered from the same tiles, so a job needs O(TILE n) memory
-per thread, never n x n (n = 50,000 would be 20 GB). BLAS itself is held to one thread by
+barrier per velocity evaluation. In Blocked, G and W exist one tile at a time ([TILE, n] per
+thread), and the observables at a save are gathered from the same tiles, so a job needs
+O(TILE n) memory per thread, never n x n (n = 50,000 would be 20 GB). Symmetric, for the
+sizes where an n x n matrix is affordable (symmetric_fits), keeps W whole and computes only
+its upper tile-blocks: a quarter fewer flops and half the exponentials. BLAS itself is held to one thread by
 the runner, which runs such jobs one at a time with every thread (one level of parallelism).
 """
 
