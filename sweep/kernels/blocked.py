@@ -12,8 +12,9 @@ barrier per velocity evaluation. In Blocked, G and W exist one tile at a time ([
 thread), and the observables at a save are gathered from the same tiles, so a job needs
 O(TILE n) memory per thread, never n x n (n = 50,000 would be 20 GB). Symmetric, for the
 sizes where an n x n matrix is affordable (symmetric_fits), keeps W whole and computes only
-its upper tile-blocks: a quarter fewer flops and half the exponentials. BLAS itself is held to one thread by
-the runner, which runs such jobs one at a time with every thread (one level of parallelism).
+its upper tile-blocks: a quarter fewer flops and half the exponentials. BLAS itself is held
+to one thread by the runner, which runs such jobs one at a time with every thread (one level
+of parallelism).
 """
 
 from __future__ import annotations
