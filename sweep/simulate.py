@@ -204,9 +204,9 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
     thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
     is what resources.need budgets), plus, when its weights fit (blocked.symmetric_fits), an
-    n x n matrix. Stage buffers count as a step touches them (1 for
-    euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
-    memory a job adds (README, Performance)."""
+    n x n matrix. Stage buffers count as a step touches them (1 for euler, 5 for rk4: pages
+    never written take no memory). Checked against the peak resident memory a job adds
+    (README, Performance)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
