@@ -104,14 +104,6 @@ def finish_velocity(x, v, z, softmax, out):
             out[i, k] -= dot * x[i, k]
 
 
-@jit_fast
-def add_into(v, u):
-    """v += u for [rows, d] arrays."""
-    for i in range(v.shape[0]):
-        for k in range(v.shape[1]):
-            v[i, k] += u[i, k]
-
-
 class Blocked:
     """Work arrays for one system x: [n, d], allocated once per job, reused every step.
 
@@ -214,7 +206,7 @@ class Symmetric(Blocked):
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
         np.matmul(right, x[lo:], out=v)
         if lo > 0:
-            add_into(v, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))
+            axpy(v, v, 1.0, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))  # v += W^T x
         block_sums(self.w, lo, hi, self.z[lo:hi])
         finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, out[lo:hi])
 
