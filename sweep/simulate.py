@@ -203,10 +203,10 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its weights); a "blocked"
     job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
     thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
-    is what resources.need budgets), plus, when its weights fit (blocked.symmetric_fits), an
-    n x n matrix. Stage buffers count as a step touches them (1 for euler, 5 for rk4: pages
-    never written take no memory). Checked against the peak resident memory a job adds
-    (README, Performance)."""
+    is what resources.need budgets); when its weights fit (blocked.symmetric_fits), an n x n
+    matrix and a few n-vectors per tile instead. Stage buffers count as a step touches them
+    (1 for euler, 5 for rk4: pages never written take no memory). Checked against the peak
+    resident memory a job adds (README, Performance)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
@@ -217,8 +217,10 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     heads = 0 if how != "general" or m.qk == m.v == "identity" else 2 * m.heads
     copies = {"general": 1, "rows": 2, "blocked": 3}[how] + stages + heads
     square = {"general": 0, "rows": 2 * n * n * 8, "blocked": min(TILE, n) * n * item + 4 * n * 8}
-    if how == "blocked" and symmetric_fits(n, item):  # W, and the products with its transpose
-        square["blocked"] += n * n * item + n * d * item
+    if how == "blocked" and symmetric_fits(n, item):
+        # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
+        tiles = -(-n // TILE)
+        square["blocked"] = n * n * item + n * d * item + 6 * tiles * n * 8 + 6 * n * 8
     return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
 
 

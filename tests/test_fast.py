@@ -151,6 +151,58 @@ def test_symmetric_computes_only_the_upper_tile_blocks():
     assert simulate.job_bytes(job) > work.w.nbytes
 
 
+def clustered(n, d, rng):
+    """Diffuse tokens with two tight clusters, one at each end (its close pairs span tiles)."""
+    x = uniform(n, d, rng)
+    x[:40] = x[0] + 1e-4 * rng.standard_normal((40, d))
+    x[-300:] = x[-1] + 1e-4 * rng.standard_normal((300, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("kind, beta", [("softmax", 2.5), ("softmax", 0.0),
+                                        ("unnormalized", 1.5)])
+def test_symmetric_observables_from_the_upper_blocks(kind, beta):
+    # three tiles, the last one partial: each row's statistics are gathered from its own
+    # blocks right of the diagonal and from its column in every tile above it
+    x = clustered(2 * TILE + 101, 5, np.random.default_rng(7))
+    got, tiled = np.empty(len(OBSERVABLES)), np.empty(len(OBSERVABLES))
+    with threadpool_limits(1, user_api="blas"):
+        Symmetric(x, beta, kind == "softmax").observe(x, 0.05, got)
+        Blocked(x, beta, kind == "softmax").observe(x, 0.05, tiled)
+    want = ref.observables(x, kind, beta, 0.05)
+    scale = np.maximum(1.0, np.abs(want))
+    np.testing.assert_array_less(np.abs(got - want), 1e-12 * scale)
+    np.testing.assert_allclose(got, tiled, rtol=1e-13, atol=1e-13)
+    assert got[OBSERVABLES.index("n_clusters")] == tiled[OBSERVABLES.index("n_clusters")]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("method", ["euler", "rk4"])
+def test_positions_do_not_depend_on_how_often_a_run_saves(path, method):
+    # a save in Symmetric leaves x's weights for the step that follows it; with or without
+    # saves in between, the same steps give the same bits
+    x0 = uniform(300 if path != "rows" else 40, 6, np.random.default_rng(4))
+    once = run(path, x0, beta=3.0, method=method, stride=12, n_saves=2)
+    often = run(path, x0, beta=3.0, method=method, stride=1, n_saves=13)
+    np.testing.assert_array_equal(often[2], once[2])
+    np.testing.assert_array_equal(often[1][-1], once[1][-1])
+
+
+def test_symmetric_step_after_a_save_reuses_its_weights(monkeypatch):
+    x = uniform(2 * TILE + 10, 4, np.random.default_rng(6))
+    fresh, kept = Symmetric(x, 2.0, True), Symmetric(x, 2.0, True)
+    want, got = np.empty_like(x), np.empty_like(x)
+    fresh.velocity(x, want)
+    kept.observe(x, 0.05, np.empty(len(OBSERVABLES)), keep=True)
+    calls = []
+    monkeypatch.setattr(kept, "weights_tile", lambda *args: calls.append(args))
+    kept.velocity(x, got)
+    assert calls == []
+    np.testing.assert_array_equal(got, want)
+    kept.velocity(x, got)  # used once: the next velocity computes its own
+    assert len(calls) == len(kept.tiles)
+
+
 @pytest.mark.parametrize("kind", [Blocked, Symmetric])
 @pytest.mark.parametrize("method", ["euler", "rk4"])
 def test_blocked_step_loop_allocates_no_arrays(kind, method):

@@ -24,10 +24,16 @@ from contextlib import nullcontext
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast
+from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.drive import NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import link_tile, stats_tile, summarize_forests
+from sweep.kernels.gramobs import (
+    finish_upper,
+    link_tile,
+    stats_tile,
+    stats_upper,
+    summarize_forests,
+)
 from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
@@ -64,7 +70,7 @@ def exp_rows(gram, beta, c, z):
         z[i] = zi
 
 
-@jit_fast
+@jit_fma
 def exp_block(w, lo, hi, beta, c):
     """w[lo:hi, lo:] <- exp(beta (w - c)) in place; w: [n, n] (a float32 w is exponentiated in
     float64 and rounded back). Each row is sliced and then indexed from 0: a loop over
@@ -114,19 +120,24 @@ class Blocked:
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        n, d = x.shape
-        self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
-        self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
+        self._common(x, beta, softmax)
+        n = x.shape[0]
         slots = max(1, min(threads, len(self.tiles)))
         self.gram = np.empty((slots, min(TILE, n), n), dtype=x.dtype)
-        self.xt = np.empty((d, n), dtype=x.dtype)
-        self.v = np.empty((n, d), dtype=x.dtype)
-        self.ws = np.empty((5, n, d), dtype=x.dtype)
-        self.z, self.rows = np.empty(n), np.empty((n, 4))
         self.a = np.empty((slots, n))
         self.forests = np.empty((slots, n), dtype=np.int64)  # close pairs seen by each slot
         self.close = np.zeros(slots, dtype=np.int64)
         self.map = pool.map if pool is not None and slots > 1 else map
+
+    def _common(self, x: np.ndarray, beta: float, softmax: bool) -> None:
+        """The parameters, the tiles, and the arrays a step and a save need in both classes."""
+        n, d = x.shape
+        self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
+        self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
+        self.xt = np.empty((d, n), dtype=x.dtype)
+        self.v = np.empty((n, d), dtype=x.dtype)
+        self.ws = np.empty((5, n, d), dtype=x.dtype)
+        self.z, self.rows = np.empty(n), np.empty((n, 4))
 
     def each_tile(self, fn, *args) -> None:
         """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
@@ -151,9 +162,10 @@ class Blocked:
         stats_tile(g, lo, self.beta, self.c, self.a[s], self.rows)
         self.close[s] += link_tile(g, lo, eps, self.forests[s])
 
-    def observe(self, x: np.ndarray, eps: float, out: np.ndarray) -> None:
+    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False) -> None:
         """out[:] = the observables of x (gramobs.py), row statistics and close pairs tile by
-        tile; the slots' forests are merged at the end (the same clusters for any split)."""
+        tile; the slots' forests are merged at the end (the same clusters for any split).
+        keep: ignored (no weights outlive their tile here; see Symmetric.observe)."""
         np.copyto(self.xt, x.T)
         self.forests[:] = np.arange(x.shape[0])
         self.close[:] = 0
@@ -191,10 +203,17 @@ class Symmetric(Blocked):
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        super().__init__(x, beta, softmax, pool, threads)
-        self.w = np.empty((x.shape[0], x.shape[0]), dtype=x.dtype)
+        self._common(x, beta, softmax)
+        n, tiles = x.shape[0], len(self.tiles)
+        self.w = np.empty((n, n), dtype=x.dtype)
         self.u = np.empty_like(x)  # the products with the blocks above the diagonal
-        self.tile_map = pool.map if pool is not None and len(self.tiles) > 1 else map
+        # a save's statistics, per tile (gramobs.stats_upper): any thread may take any tile
+        self.a = np.empty((tiles, n))
+        self.cols, self.diag = np.empty((tiles, 4, n)), np.empty(n)
+        self.forests = np.empty((tiles, n), dtype=np.int64)
+        self.close = np.zeros(tiles, dtype=np.int64)
+        self.tile_map = pool.map if pool is not None and tiles > 1 else map
+        self.weights_of = None  # the state whose weights w holds, when a save left them there
 
     def weights_tile(self, k: int, x: np.ndarray) -> None:
         lo, hi = self.tiles[k]
@@ -213,8 +232,29 @@ class Symmetric(Blocked):
     def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
         np.copyto(self.xt, x.T)
         tiles = range(len(self.tiles))
-        list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
+        if self.weights_of is not x:  # else a save has just left x's weights in w
+            list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
+        self.weights_of = None
         list(self.tile_map(lambda k: self.product_tile(k, x, out), tiles))
+
+    def observe_upper(self, k: int, x: np.ndarray, eps: float, keep: bool) -> None:
+        lo, hi = self.tiles[k]
+        np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        self.close[k] = stats_upper(self.w, lo, hi, self.beta, self.c, eps, keep, self.a[k],
+                                    self.rows, self.cols[k], self.diag, self.forests[k])
+
+    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False) -> None:
+        """Blocked.observe from the Gram matrix's upper tile-blocks only: each pair's entry
+        counts for its row and its column (gramobs.stats_upper, finish_upper). keep: leave
+        x's weights in w, so the next velocity at x (the step after a save) reuses them."""
+        np.copyto(self.xt, x.T)
+        self.forests[:] = np.arange(x.shape[0])
+        list(self.tile_map(lambda k: self.observe_upper(k, x, eps, keep),
+                           range(len(self.tiles))))
+        self.weights_of = x if keep else None
+        finish_upper(self.diag, TILE, self.cols, self.beta, self.c, self.rows)
+        summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta, self.c,
+                          out)
 
 
 @jit_fast
@@ -248,7 +288,7 @@ def _integrate(work, x, method, dt, save_stride, eps, obs, traj, stop):
                 work.step(x, method, dt)
         if not all_finite(x):
             return NONFINITE, s
-        work.observe(x, eps, obs[s])
+        work.observe(x, eps, obs[s], keep=s + 1 < obs.shape[0])
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

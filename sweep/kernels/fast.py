@@ -215,7 +215,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     c = 1.0 if softmax else 0.0
     xt, ws = np.empty((d, n)), np.empty((5, d, n))
     z, e = np.empty((2, n)), np.empty((n, n))
-    g, rows = np.empty((n, n)), np.empty((n, 4))
+    g, rows, acc = np.empty((n, n)), np.empty((n, 4)), np.empty((4, n))
     single = x.itemsize == 4  # float32: round the state back after every step
     _load(x, xt)
     for s in range(obs.shape[0]):
@@ -232,7 +232,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
             return NONFINITE, s
         gram(xt, g, 1.0, 0.0)
         weights(g, e, beta, c)
-        observe_weighted(x, g, e, beta, c, eps, obs[s], rows)
+        observe_weighted(x, g, e, beta, c, eps, obs[s], rows, acc)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

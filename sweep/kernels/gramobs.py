@@ -12,7 +12,7 @@ sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast
+from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.expfast import exp1
 from sweep.kernels.observables import _find, pair_columns
 
@@ -130,9 +130,135 @@ def summarize_forests(x, rows, close, forests, beta, c, out):
 
 
 @jit_fast
-def observe_weighted(x, gram, w, beta, c, eps, out, rows):
+def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc):
     """out[:] = the observables of x: [n, d] given gram = x x^T and its weights
-    w = exp(beta (gram - c)), both [n, n]; serial. rows: [n, 4] float64 scratch."""
-    for i in range(x.shape[0]):
-        row_sums(gram[i], w[i], i, beta, c, rows)
+    w = exp(beta (gram - c)), both [n, n]; serial. rows: [n, 4], acc: [4, n] float64
+    scratch."""
+    column_sums(gram, w, beta, c, acc, rows)
     summarize(x, gram, beta, c, eps, out, rows)
+
+
+@jit_fma
+def column_sums(g, w, beta, c, acc, rows):
+    """rows[i] = row_sums of row i for every i, run down the columns of the symmetric g and w
+    (row j adds its entries to every row's sums at once): the loops run over i and vectorise
+    without reassociation, and each row's sum still adds its terms in the order j = 0, 1, ...
+    (2.2-2.9x faster than row_sums row by row at n = 32-200). acc: [4, n] scratch."""
+    n = g.shape[0]
+    z, t, s, mn = acc[0], acc[1], acc[2], acc[3]
+    z[:] = 0.0
+    t[:] = 0.0
+    s[:] = 0.0
+    mn[:] = np.inf
+    for j in range(n):
+        gj, wj = g[j], w[j]
+        for i in range(n):
+            z[i] += wj[i]
+            t[i] += wj[i] * (gj[i] - c)
+            s[i] += gj[i]
+        for i in range(j):
+            mn[i] = min(mn[i], gj[i])
+        for i in range(j + 1, n):
+            mn[i] = min(mn[i], gj[i])
+    for i in range(n):
+        rows[i, ROW_E] = z[i] if beta > 0.0 else s[i]
+        rows[i, ROW_H] = np.log(z[i]) - beta * t[i] / z[i]
+        rows[i, ROW_COS] = s[i] - g[i, i]
+        rows[i, ROW_MIN] = mn[i]
+
+
+@jit_fma
+def stats_upper(w, lo, hi, beta, c, eps, keep, a, rows, cols, diag, parent):
+    """One row tile's share of the row statistics, from the Gram matrix's blocks on and right
+    of the diagonal only (blocked.Symmetric's upper half): w[lo:hi, lo:] holds g_ij for the rows
+    i of the tile and the columns j >= lo. Each pair i != j is stored once and counts for both
+    its row and its column:
+      rows[i] = (z, t, cos, min) of row i over the blocks right of the diagonal (j >= hi),
+      cols[:, j] = the same four down column j (j >= lo) over the tile's rows, i = j left out
+                   of cos and min,
+    with z = sum w, t = sum w (g - c), cos = sum g, w = exp(beta (g - c)); diag[i] = g_ii.
+    finish_upper adds them up. Links the pairs i < j with g_ij > 1 - eps into the forest parent
+    and returns their number, counted as ordered pairs. keep: leave the weights w in place of
+    g (to the bit as blocked.exp_block computes them), so the step after a save skips its own
+    Gram products and exponentials. a: [n] float64 scratch. Contraction only: the sums have a
+    fixed order, and those down columns vectorise without reassociation."""
+    cols[0, lo:] = 0.0
+    cols[1, lo:] = 0.0
+    cols[2, lo:] = 0.0
+    cols[3, lo:] = np.inf
+    cz, ct, cs, cm = cols[0, lo:], cols[1, lo:], cols[2, lo:], cols[3, lo:]
+    close, right = 0, hi - lo
+    for i in range(lo, hi):
+        g, r = w[i, lo:], i - lo
+        m = g.shape[0]
+        for j in range(m):
+            a[j] = exp1(beta * (g[j] - c))
+        for j in range(m):  # one accumulator per loop: fewer alias checks, all vectorise
+            cz[j] += a[j]
+        for j in range(m):
+            ct[j] += a[j] * (g[j] - c)
+        for j in range(r):
+            cs[j] += g[j]
+        for j in range(r + 1, m):
+            cs[j] += g[j]
+        for j in range(r):
+            cm[j] = min(cm[j], g[j])
+        for j in range(r + 1, m):
+            cm[j] = min(cm[j], g[j])
+        rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3] = row_tail(g, a, c, right)
+        diag[i] = g[r]
+        for j in range(r + 1, m):
+            if g[j] > 1.0 - eps:
+                close += 2
+                _union(parent, i, lo + j)
+        if keep:
+            for j in range(m):
+                g[j] = a[j]
+    return close
+
+
+@jit_fma
+def row_tail(g, a, c, start):
+    """(sum a, sum a (g - c), sum g, min g) over j >= start, in four interleaved partial sums
+    per quantity (a fixed order: scalar adds, but four chains in flight, 1.8x one chain)."""
+    m = g.shape[0]
+    z0 = z1 = z2 = z3 = t0 = t1 = t2 = t3 = s0 = s1 = s2 = s3 = 0.0
+    m0 = m1 = m2 = m3 = np.inf
+    j = start
+    while j + 4 <= m:
+        z0, z1, z2, z3 = z0 + a[j], z1 + a[j + 1], z2 + a[j + 2], z3 + a[j + 3]
+        t0 += a[j] * (g[j] - c)
+        t1 += a[j + 1] * (g[j + 1] - c)
+        t2 += a[j + 2] * (g[j + 2] - c)
+        t3 += a[j + 3] * (g[j + 3] - c)
+        s0, s1, s2, s3 = s0 + g[j], s1 + g[j + 1], s2 + g[j + 2], s3 + g[j + 3]
+        m0, m1 = min(m0, g[j]), min(m1, g[j + 1])
+        m2, m3 = min(m2, g[j + 2]), min(m3, g[j + 3])
+        j += 4
+    z, t, s = (z0 + z1) + (z2 + z3), (t0 + t1) + (t2 + t3), (s0 + s1) + (s2 + s3)
+    mn = min(min(m0, m1), min(m2, m3))
+    for k in range(j, m):
+        z += a[k]
+        t += a[k] * (g[k] - c)
+        s += g[k]
+        mn = min(mn, g[k])
+    return z, t, s, mn
+
+
+@jit_fma
+def finish_upper(diag, tile, cols, beta, c, rows):
+    """rows[i] <- (ROW_E, ROW_H, ROW_COS, ROW_MIN) of every row, as row_sums gives them, from
+    stats_upper's parts: row i's own blocks right of the diagonal, then its column in tiles
+    0, 1, ... up to its own (in that order, so the numbers do not depend on the threads).
+    diag: [n] the Gram matrix's diagonal; tile: rows per tile; cols: [tiles, 4, n]."""
+    for i in range(rows.shape[0]):
+        z, t, s, mn = rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3]
+        for k in range(i // tile + 1):
+            z += cols[k, 0, i]
+            t += cols[k, 1, i]
+            s += cols[k, 2, i]
+            mn = min(mn, cols[k, 3, i])
+        rows[i, ROW_E] = z if beta > 0.0 else s + diag[i]
+        rows[i, ROW_H] = np.log(z) - beta * t / z
+        rows[i, ROW_COS] = s
+        rows[i, ROW_MIN] = mn
