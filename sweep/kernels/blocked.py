@@ -199,7 +199,9 @@ class Symmetric(Blocked):
         V_I = W[I, I:] x[I:] + W[:I, I]^T x[:I],   z_I likewise from row and column sums,
     3 n^2 d flops per velocity instead of 4. Two phases, all weights then all products; a tile
     is computed whole by one thread in each, so the numbers do not depend on the threads.
-    Memory: the n x n w (simulate.job_bytes counts all of it).
+    A save (observe) computes the same upper blocks of G and, unless it is the job's last,
+    leaves their weights in w for the step that follows it. Memory: the n x n w
+    (simulate.job_bytes counts all of it) and a few n-vectors per tile for a save.
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
