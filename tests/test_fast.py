@@ -178,12 +178,14 @@ def test_symmetric_observables_from_the_upper_blocks(kind, beta):
 
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("method", ["euler", "rk4"])
-def test_positions_do_not_depend_on_how_often_a_run_saves(path, method):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_positions_do_not_depend_on_how_often_a_run_saves(path, method, dtype):
     # a save in Symmetric leaves x's weights for the step that follows it; with or without
     # saves in between, the same steps give the same bits
     x0 = uniform(300 if path != "rows" else 40, 6, np.random.default_rng(4))
-    once = run(path, x0, beta=3.0, method=method, stride=12, n_saves=2)
-    often = run(path, x0, beta=3.0, method=method, stride=1, n_saves=13)
+    kw = dict(beta=3.0, method=method, dtype=dtype)
+    once = run(path, x0, stride=12, n_saves=2, **kw)
+    often = run(path, x0, stride=1, n_saves=13, **kw)
     np.testing.assert_array_equal(often[2], once[2])
     np.testing.assert_array_equal(often[1][-1], once[1][-1])
 
