@@ -1,7 +1,12 @@
 """The NAMES observables from a Gram matrix G = x x^T, for the fast paths (fast.py, blocked.py).
 
-blocked.py never holds G whole: it passes row tiles of it (stats_tile, link_tile), so every
-per-row and per-pair quantity here is a function of one row of G at a time.
+Three ways in, one set of per-row sums out (rows: [n, 4], then finish):
+  fast.py holds G and W whole and sums down their columns (column_sums: both symmetric);
+  blocked.Blocked never holds G whole: it passes row tiles of it (stats_tile, link_tile), so
+    every per-row and per-pair quantity is a function of one row of G at a time;
+  blocked.Symmetric passes the tile-blocks on and right of the diagonal, each pair once,
+    counted for its row and its column (stats_upper, finish_upper).
+Every sum has a fixed order, so the numbers do not depend on how tiles go to threads.
 
 Same columns and definitions as observables.observe, rearranged so no pass needs a scalar
 libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row maximum on the
