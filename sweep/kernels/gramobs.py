@@ -45,9 +45,17 @@ def row_sums(g, w, i, beta, c, rows):
         s += w[j] * (g[j] - c)
         cos += g[j]
         mn = min(mn, g[j] if j != i else np.inf)
+    put_row(rows, i, beta, z, s, cos, cos - g[i], mn)
+
+
+@jit_fma
+def put_row(rows, i, beta, z, t, cos, cos_off, mn):
+    """rows[i] from row i's sums: z = sum_j w_ij, t = sum_j w_ij (g_ij - c), cos = sum_j g_ij
+    and cos_off the same without j = i, mn = min_{j != i} g_ij (the one place that turns the
+    sums into ROW_E, ROW_H, ROW_COS, ROW_MIN, for all three ways in)."""
     rows[i, ROW_E] = z if beta > 0.0 else cos
-    rows[i, ROW_H] = np.log(z) - beta * s / z
-    rows[i, ROW_COS] = cos - g[i]
+    rows[i, ROW_H] = np.log(z) - beta * t / z
+    rows[i, ROW_COS] = cos_off
     rows[i, ROW_MIN] = mn
 
 
@@ -166,10 +174,7 @@ def column_sums(g, w, beta, c, acc, rows):
         for i in range(j + 1, n):
             mn[i] = min(mn[i], gj[i])
     for i in range(n):
-        rows[i, ROW_E] = z[i] if beta > 0.0 else s[i]
-        rows[i, ROW_H] = np.log(z[i]) - beta * t[i] / z[i]
-        rows[i, ROW_COS] = s[i] - g[i, i]
-        rows[i, ROW_MIN] = mn[i]
+        put_row(rows, i, beta, z[i], t[i], s[i], s[i] - g[i, i], mn[i])
 
 
 @jit_fma
@@ -263,7 +268,4 @@ def finish_upper(diag, tile, cols, beta, c, rows):
             t += cols[k, 1, i]
             s += cols[k, 2, i]
             mn = min(mn, cols[k, 3, i])
-        rows[i, ROW_E] = z if beta > 0.0 else s + diag[i]
-        rows[i, ROW_H] = np.log(z) - beta * t / z
-        rows[i, ROW_COS] = s
-        rows[i, ROW_MIN] = mn
+        put_row(rows, i, beta, z, t, s + diag[i], s, mn)
