@@ -177,7 +177,7 @@ def survey(jobs: list[Job], store: Store) -> Survey:
             out.damaged.append((job, error))
         elif part is None:
             out.missing.append(job)
-        elif part.status == 2:
+        elif part.failed:
             out.failed.append((job, str(part.meta.get("error", "unknown error"))))
         else:
             out.completed.append(job)
@@ -186,7 +186,7 @@ def survey(jobs: list[Job], store: Store) -> Survey:
 
 def only_failed(jobs: list[Job], store: Store) -> list[Job]:
     """The jobs whose part records a failure (status 2); missing jobs are left alone."""
-    return [job for job, part, _ in store.read_each(jobs) if part is not None and part.status == 2]
+    return [job for job, part, _ in store.read_each(jobs) if part is not None and part.failed]
 
 
 def stray_parts(jobs: list[Job], store: Store) -> list[Path]:

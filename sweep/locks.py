@@ -30,7 +30,7 @@ HOST = socket.gethostname()
 def owner_tag() -> str:
     """host.pid.thread: unique among concurrent writers, and tells whose a temp file is
     (store.remove_abandoned reads it back)."""
-    return f"{socket.gethostname()}.{os.getpid()}.{threading.get_ident()}"
+    return f"{HOST}.{os.getpid()}.{threading.get_ident()}"
 
 
 def pid_alive(pid: int) -> bool:
@@ -58,10 +58,10 @@ def read_owner(path: Path) -> dict | None:
     return owner if isinstance(owner, dict) else {}
 
 
-def is_stale(path: Path, owner: dict, now: float | None = None) -> bool:
+def is_stale(path: Path, owner: dict) -> bool:
     """Dead owner on this host, or no heartbeat for STALE_AFTER seconds."""
     try:
-        age = (time.time() if now is None else now) - path.stat().st_mtime
+        age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return True
     if age > STALE_AFTER:
@@ -78,7 +78,7 @@ class JobLocks:
 
     def __init__(self, directory: str | Path):
         self.dir = Path(directory)
-        self.held: dict[str, str] = {}  # name -> token
+        self.held: set[str] = set()  # names of the locks this JobLocks holds
         self.token = uuid.uuid4().hex
         self._owner = json.dumps({"host": HOST, "pid": os.getpid(), "token": self.token,
                                   "since": time.time()}).encode()
@@ -121,7 +121,7 @@ class JobLocks:
                 self._drop_record()  # a failed first lock leaves no file behind
             raise
         with self._mutex:
-            self.held[name] = self.token
+            self.held.add(name)
         return True
 
     def _link(self, name: str) -> bool:
@@ -206,8 +206,10 @@ class JobLocks:
     def release(self, name: str) -> None:
         """Remove our lock; never raises (on a disk gone read-only it stays, and is stale)."""
         with self._mutex:
-            token = self.held.pop(name, None)
-        if token is not None and (read_owner(self.path(name)) or {}).get("token") == token:
+            if name not in self.held:
+                return
+            self.held.discard(name)
+        if (read_owner(self.path(name)) or {}).get("token") == self.token:
             with contextlib.suppress(OSError):
                 self.path(name).unlink(missing_ok=True)
 

@@ -28,11 +28,6 @@ class Need:
     merged: int       # bytes to assemble and write the merged dataset (0 if not merged)
     culprit: str      # the config key that drives the larger need
 
-    @property
-    def total(self) -> int:
-        # workers finish before the merge starts, so the two peaks do not add up
-        return max(self.per_job * self.workers, self.merged)
-
 
 def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> Need:
     """Estimate the peak memory of running `jobs` on `workers` threads, then merging them."""
@@ -40,7 +35,8 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
         return Need(0, 0, 0, "grid")
     largest = max(jobs, key=lambda j: job_bytes(j, positions))
     n, d = largest.model.n, largest.model.d
-    per_job = job_bytes(largest, positions) + 4 * n * d * 8  # + drawing the start
+    holds = job_bytes(largest, positions)
+    per_job = holds + 4 * n * d * 8  # + drawing the start
     saves = max(j.integrate.n_saves for j in jobs)
     series = len(jobs) * saves * len(OBSERVABLES) * 8
     pos = 0
@@ -49,7 +45,7 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
     # parts read back + the stacked array + one reshaped copy per variable while writing
     merged_bytes = 3 * series + 2 * pos + len(jobs) * JOB_OBJECT_BYTES if merged else 0
     workers = max(1, min(workers, len(jobs)))
-    traj = job_bytes(largest, positions) - job_bytes(largest, "none")
+    traj = holds - job_bytes(largest, "none")
     if merged_bytes > per_job:
         culprit = "output.positions" if 2 * pos > 3 * series else "grid"
     else:

@@ -77,7 +77,7 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
     for job, part, error in store.read_each(jobs):
         if error and damaged is not None:
             damaged.append(error)
-        if part is None or part.status == 2:
+        if part is None or part.failed:
             todo.append(job)
         elif kept is not None:
             kept[job.id] = part

@@ -42,9 +42,6 @@ class JobResult:
     wall_seconds: float
     positions: np.ndarray | None = None  # [n, d] final, or [n_time, n, d] trajectory
 
-    def series(self, name: str) -> np.ndarray:
-        return self.observables[:, OBSERVABLES.index(name)]
-
 
 def _rng(seed: int, **parts) -> np.random.Generator:
     return np.random.default_rng([seed, int(stable_hash(parts), 16)])

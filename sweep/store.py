@@ -15,7 +15,6 @@ import os
 import platform
 import shlex
 import shutil
-import socket
 import sys
 import time
 import zipfile
@@ -29,8 +28,16 @@ from sweep import __version__
 from sweep.config import Config
 from sweep.grid import Job, axes
 from sweep.kernels import OBSERVABLES
-from sweep.locks import owner_tag, pid_alive
-from sweep.simulate import JobResult, max_clusters, t_cluster, times
+from sweep.locks import HOST, owner_tag, pid_alive
+from sweep.simulate import (
+    STATUS_FAILED,
+    STATUS_NONFINITE,
+    STATUS_OK,
+    JobResult,
+    max_clusters,
+    t_cluster,
+    times,
+)
 
 STATUS_MISSING = -1
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
@@ -80,6 +87,11 @@ class Part:
     wall_seconds: float
     positions: np.ndarray | None
     meta: dict
+
+    @property
+    def failed(self) -> bool:
+        """The job raised: the part records its error, not a result."""
+        return self.status == STATUS_FAILED
 
 
 def part_of(result: JobResult) -> Part:
@@ -153,7 +165,7 @@ class Store:
             part = self.read(job)
         except StoreError:
             return False
-        return part is not None and part.status != 2
+        return part is not None and not part.failed
 
     def write(self, job: Job, result: JobResult) -> Path:
         arrays = {"observables": result.observables, "status": np.int8(result.status),
@@ -163,7 +175,7 @@ class Store:
         return self._write(job, arrays, {})
 
     def write_failure(self, job: Job, message: str, wall_seconds: float) -> Path:
-        arrays = {"status": np.int8(2), "wall_seconds": np.float64(wall_seconds)}
+        arrays = {"status": np.int8(STATUS_FAILED), "wall_seconds": np.float64(wall_seconds)}
         return self._write(job, arrays, {"error": message})
 
     def _write(self, job: Job, arrays: dict, extra: dict) -> Path:
@@ -212,11 +224,11 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     Temp names end in `.<host>.<pid>.<thread>.tmp` (see locks.owner_tag); hosts may contain dots.
     """
     removed = []
-    host, now = socket.gethostname(), time.time()
+    now = time.time()
     for tmp in directory.glob(pattern):
         fields = tmp.name.split(".")
         try:
-            mine = ".".join(fields[:-3]).endswith(f".{host}")
+            mine = ".".join(fields[:-3]).endswith(f".{HOST}")
             dead = mine and not pid_alive(int(fields[-3]))
             if dead or now - tmp.stat().st_mtime > TMP_STALE_AFTER:
                 tmp.unlink()
@@ -228,10 +240,10 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
 
 def _part_problem(part: Part, job: Job) -> str:
     """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
-    if part.status not in (0, 1, 2):
+    if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
     want = (job.integrate.n_saves, len(OBSERVABLES))
-    if part.status != 2 and (part.observables is None or part.observables.shape != want):
+    if not part.failed and (part.observables is None or part.observables.shape != want):
         got = None if part.observables is None else part.observables.shape
         return f"observables of shape {got}, expected {want}"
     pos = part.positions
