@@ -32,25 +32,27 @@ def load(key: str, text: str, source: Path | None) -> tuple[np.ndarray, str]:
     path = resolve(text, source)
     try:
         stat = path.stat()
-        array, digest = _read(str(path), stat.st_size, stat.st_mtime_ns)
+        array, digest, finite = _read(str(path), stat.st_size, stat.st_mtime_ns)
     except FileNotFoundError:
         raise ConfigError(f"{key}: {path}: no such file") from None
     except (OSError, ValueError) as err:
         raise ConfigError(f"{key}: {path}: not a readable .npy array ({err})") from None
-    if not np.isfinite(array).all():
+    if not finite:
         raise ConfigError(f"{key}: {path}: holds non-finite values")
     return array, digest
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: str, size: int, mtime_ns: int) -> tuple[np.ndarray, str]:
+def _read(path: str, size: int, mtime_ns: int) -> tuple[np.ndarray, str, bool]:
+    """(float64 array, digest, whether all of it is finite), once per file version: a job's
+    check and its loads read the same file several times."""
     data = Path(path).read_bytes()
     array = np.load(io.BytesIO(data), allow_pickle=False)
     if not np.issubdtype(array.dtype, np.number) or np.iscomplexobj(array):
         raise ValueError(f"dtype {array.dtype} is not real")
     array = array.astype(np.float64)
     array.setflags(write=False)
-    return array, hashlib.sha256(data).hexdigest()[:16]
+    return array, hashlib.sha256(data).hexdigest()[:16], bool(np.isfinite(array).all())
 
 
 def matrix(key: str, text: str, source: Path | None, d: int, heads: int) -> np.ndarray:
