@@ -84,6 +84,19 @@ def test_matrix_files_are_shape_checked(tmp_path, key, shape, ok):
         assert f"model.{key}" in result.output and str(shape) in result.output
 
 
+@pytest.mark.parametrize("key", ["model.qk", "init.path"])
+def test_input_file_with_non_finite_values_is_refused(tmp_path, key):
+    x = np.eye(3) if key == "model.qk" else np.ones((6, 3))  # the base config: n = 6, d = 3
+    x[1, 1] = np.nan
+    np.save(tmp_path / "bad.npy", x)
+    change = ({"model": {"qk": "bad.npy"}} if key == "model.qk"
+              else {"init": {"kind": "file", "path": "bad.npy"}})
+    result = plan(write(tmp_path, with_keys(**change)))
+    assert result.exit_code == 2, result.output
+    line = result.output.strip()
+    assert "\n" not in line and key in line and "holds non-finite values" in line
+
+
 def test_matrix_file_reaches_every_head_and_changes_the_job_id(tmp_path):
     m = np.diag([1.0, 2.0, 3.0])
     np.save(tmp_path / "m.npy", m)
