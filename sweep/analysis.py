@@ -173,7 +173,10 @@ def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
     with _quiet():
         mean = np.nanmean(values, axis=-1)
     best = crossing(x, mean, level, direction, log)
-    low, high = _interval(values, x, level, direction, log, bootstrap, seed, confidence)
+    if bootstrap < 1 or values.shape[-1] == 1:  # nothing to resample: a zero-width interval
+        low = high = best
+    else:
+        low, high = _interval(values, x, level, direction, log, bootstrap, seed, confidence)
     low, high = np.where(np.isnan(best), np.nan, low), np.where(np.isnan(best), np.nan, high)
     attrs = {"var": var, "along": along, "level": level, "time": _time_label(time, da, dim),
              "direction": direction, "bootstrap": bootstrap, "bootstrap_seed": seed,
@@ -211,12 +214,9 @@ def _quiet():
 
 
 def _interval(values, x, level, direction, log, samples, seed, confidence):
-    """Percentile bootstrap over the last axis (seeds) of values: [rest..., along, seed]."""
+    """Percentile bootstrap over the last axis (seeds, at least two) of values:
+    [rest..., along, seed]."""
     s = values.shape[-1]
-    if samples < 1 or s == 1:
-        with _quiet():
-            same = crossing(x, np.nanmean(values, axis=-1), level, direction, log)
-        return same, same
     counts = np.random.default_rng(seed).multinomial(s, np.full(s, 1.0 / s), size=samples)
     finite = np.isfinite(values)
     vals, weight = np.where(finite, values, 0.0), finite.astype(float)
@@ -247,8 +247,7 @@ def _time_label(time, da, dim) -> str:
 def _threshold_dataset(da, dim, arrays, attrs, source):
     import xarray as xr
 
-    rest = [d for d in da.dims if d not in (dim, "seed")]
-    rest = [d for d in da.transpose(..., dim, "seed").dims if d in rest]
+    rest = [d for d in da.dims if d not in (dim, "seed")]  # in the order of the arrays
     coords = {k: c for k, c in da.coords.items() if set(c.dims) <= set(rest)}
     units = da[attrs["along"]].attrs.get("units", "1")
     what = f"{attrs['along']} where the seed-mean {attrs['var']} first crosses {attrs['level']:g}"
