@@ -296,19 +296,20 @@ def trained_vs_random(sim, probe, path) -> Path:
     """
     path = Path(path)
     plt = _pyplot()
-    mean = sim.mean("seed") if "seed" in sim.dims else sim
+    mean = analysis.seed_mean(sim)
     betas = mean.beta.values if "beta" in mean.dims else [None]
     fig, axes = plt.subplots(len(betas), 3, figsize=(14, 4 * len(betas)), squeeze=False,
                              layout="constrained")
     colours = plt.cm.viridis([0.0, 0.2, 0.4, 0.6, 0.75, 0.9])
     for row, beta in zip(axes, betas):
         at = mean.sel(beta=beta) if beta is not None else mean
-        for qk in at.qk.values:
-            for ax, var in zip(row[:2], ("mean_cosine", "clustered_fraction")):
+        where = f" at beta = {beta:g}" if beta is not None else ""
+        for ax, var in zip(row[:2], ("mean_cosine", "clustered_fraction")):
+            for qk in at.qk.values:
                 ax.plot(at.time, at[var].sel(qk=qk), **_matrix_style(str(qk), colours))
-                ax.set_xlabel("time t")
-                ax.set_ylabel(var)
-                ax.set_title(f"simulation at beta = {beta:g}: {var}", fontsize=9)
+            ax.set_xlabel("time t")
+            ax.set_ylabel(var)
+            ax.set_title(f"simulation{where}: {var}", fontsize=9)
     axes[0, 0].legend(fontsize=7, ncol=2)
     _probe_panels(axes[:, 2], probe)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -188,15 +188,18 @@ def test_matrix_kind_reads_the_qk_coordinate(label, kind):
     assert plots.matrix_kind(label) == kind
 
 
-@pytest.mark.parametrize("betas", [[1.0], [1.0, 100.0]])
+@pytest.mark.parametrize("betas", [[1.0], [1.0, 100.0], None])  # None: beta not swept
 def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
     from sweep import plots
 
     labels = ["identity", "m/layer1_qk_gaussian.npy", "m/layer1_qk.npy"]
-    cos = np.linspace(0.0, 1.0, 5) * np.ones((len(labels), len(betas), 2, 1))
+    cos = np.linspace(0.0, 1.0, 5) * np.ones((len(labels), len(betas or [1.0]), 2, 1))
     dims = ("qk", "beta", "seed", "time")
     sim = xr.Dataset({"mean_cosine": (dims, cos), "clustered_fraction": (dims, cos**2)},
-                     coords={"qk": labels, "beta": betas, "seed": [0, 1], "time": np.arange(5.)})
+                     coords={"qk": labels, "beta": betas or [1.0], "seed": [0, 1],
+                             "time": np.arange(5.)})
+    if betas is None:
+        sim = sim.isel(beta=0, drop=True)
     layer = np.arange(7)
     probe = xr.Dataset({v: ("layer", layer / 7) for v in ("mean_cosine", "pc1_share",
                                                           "coarse_clustered_fraction")}
@@ -204,4 +207,4 @@ def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
                        attrs={"model": "m", "n_tokens": 9, "cosine_threshold": 0.9})
     done = plots.trained_vs_random(sim, probe, tmp_path / "fig" / "t.png")
     assert done == tmp_path / "fig" / "t.png"
-    assert image_size(done) == (400 * len(betas), 1400)  # 14 x 4 inches per row at dpi 100
+    assert image_size(done) == (400 * len(betas or [1.0]), 1400)  # 14 x 4 in. a row, dpi 100
