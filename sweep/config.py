@@ -24,7 +24,7 @@ class ConfigError(ValueError):
     """A mistake in a config or its overrides; str() names the key or file in one line."""
 
 
-def _rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
+def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
           nullable=False, check=None):
     """check: optional callable value -> clean value, raising ValueError(message)."""
     return {"kind": kind, "choices": choices, "low": low, "high": high,
@@ -33,7 +33,7 @@ def _rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high
 
 
 def _field(default, kind: type, **rule):
-    return field(default=default, metadata=_rule(kind, **rule))
+    return field(default=default, metadata=make_rule(kind, **rule))
 
 
 def _matrix(*names: str):
@@ -179,7 +179,7 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     if high is not None and (value >= high if rule["high_open"] else value > high):
         raise ConfigError(f"{key}: must be {'<' if rule['high_open'] else '<='} {high}, "
                           f"got {value!r}")
-    if rule.get("check") is not None:
+    if rule["check"] is not None:
         try:
             value = rule["check"](value)
         except ValueError as err:

@@ -23,13 +23,13 @@ from sweep.config import (
     check_job,
     check_value,
     field_rule,
+    make_rule,
     show,
     stable_hash,
 )
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
-SEED_RULE = {"kind": int, "choices": None, "low": 0, "high": None,
-             "low_open": False, "high_open": False, "nullable": False}
+SEED_RULE = make_rule(int, low=0)
 
 
 @dataclass(frozen=True)
