@@ -51,7 +51,7 @@ def main() -> None:
             falls, total, hit, worst = case(kind, heads, matrices, spread)
             print(f"{kind:13s} {heads:5d}  {'sym rand' if matrices else 'identity':9s}"
                   f"  {'spread' if spread else 'equal':6s}  {falls:5d}/{total:<9d}"
-                  f"  {hit:3d}/20   {max(worst, 0.0):.2e}")
+                  f"  {hit:3d}/20   {worst:.2e}")
 
 
 if __name__ == "__main__":
