@@ -66,33 +66,33 @@ figures: $(FIGURES)
 results/phase-glpr.nc results/condensation.nc: results/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-results/theory-equiangular-n32.nc: sweep/theory.py | $(VENV)/.installed
+results/theory-equiangular-n32.nc: sweep/analysis/theory.py | $(VENV)/.installed
 	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9 181 --t-max 30 \
 		--save-every 0.25 -o $@
 
-results/phase-glpr.threshold.nc: results/phase-glpr.nc sweep/analysis.py
+results/phase-glpr.threshold.nc: results/phase-glpr.nc sweep/analysis/thresholds.py sweep/analysis/results.py
 	$(SWEEP) threshold $< --var clustered_fraction --along time --level 0.5 -o $@
 
-results/condensation.threshold.nc: results/condensation.nc sweep/analysis.py
+results/condensation.threshold.nc: results/condensation.nc sweep/analysis/thresholds.py sweep/analysis/results.py
 	$(SWEEP) threshold $< --var n_clusters --time plateau --along beta --level 1.5 \
 		--direction up -o $@
 
 figures/phase-glpr.png: results/phase-glpr.nc results/phase-glpr.threshold.nc \
-                        results/theory-equiangular-n32.nc sweep/plots.py
+                        results/theory-equiangular-n32.nc sweep/analysis/plots.py
 	$(SWEEP) plot $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
 		--theory $(word 3,$^) -o $@
 
 figures/phase-glpr-lines.png: results/phase-glpr.nc results/theory-equiangular-n32.nc \
-                              sweep/plots.py
+                              sweep/analysis/plots.py
 	$(SWEEP) plot $< --var mean_cosine --x time --lines beta --sel d=1024 \
 		--theory $(word 2,$^) -o $@
 
 figures/condensation.png: results/condensation.nc results/condensation.threshold.nc \
-                          sweep/plots.py
+                          sweep/analysis/plots.py
 	$(SWEEP) plot $< --var n_clusters --time plateau --x beta --y d \
 		--threshold $(word 2,$^) -o $@
 
-figures/condensation-lines.png: results/condensation.nc sweep/plots.py
+figures/condensation-lines.png: results/condensation.nc sweep/analysis/plots.py
 	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@
 
 # ---------------------------------------------------------------- trained transformer
@@ -111,5 +111,5 @@ results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/inde
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
 figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
-                               figures/trained_vs_random.py sweep/plots.py
+                               figures/trained_vs_random.py sweep/analysis/plots.py
 	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@

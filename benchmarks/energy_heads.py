@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep import states
+from sweep.core import states
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
 
 ENERGY = OBSERVABLES.index("energy")

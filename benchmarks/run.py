@@ -37,12 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
+from sweep.core.states import uniform  # noqa: E402
 from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate  # noqa: E402
 from sweep.kernels._jit import jit_fast  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
 from sweep.kernels.expfast import exp_inplace  # noqa: E402
 from sweep.kernels.fast import integrate_rows  # noqa: E402
-from sweep.states import uniform  # noqa: E402
 
 BETA, DT = 4.0, 0.05
 MIN_STEPS = 10

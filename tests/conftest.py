@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from helpers import SMALL
-from sweep import states
+from sweep.core import states
 
 
 @pytest.fixture

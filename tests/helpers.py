@@ -102,7 +102,7 @@ def tiny_tensors(d=8, heads=2, layers=2, ffn=16, positions=24, seed=0):
 
 
 def tiny_model_dir(path, heads=2, **shape):
-    """A model directory (config.json, model.safetensors, tokenizer.json) for sweep.bert."""
+    """A model directory (config.json, model.safetensors, tokenizer.json) for sweep.trained.bert."""
     import json
 
     t = tiny_tensors(heads=heads, **shape)

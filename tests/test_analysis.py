@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from sweep import analysis
-from sweep.config import ConfigError
+from sweep.analysis import results, thresholds
+from sweep.core.config import ConfigError
 
 
 def steps(centres, beta, width=0.5, rising=False):
@@ -26,7 +26,7 @@ BETA = np.linspace(0.0, 10.0, 41)
 def test_tanh_steps_recover_the_crossing_and_the_interval_covers_it():
     rng = np.random.default_rng(7)
     centres = 4.0 + rng.normal(0, 0.3, 16)
-    th = analysis.threshold(dataset(steps(centres, BETA), BETA), "cf", bootstrap=2000)
+    th = thresholds.threshold(dataset(steps(centres, BETA), BETA), "cf", bootstrap=2000)
     # the crossing of the mean of symmetric steps is close to the mean centre
     assert float(th.threshold) == pytest.approx(centres.mean(), abs=0.02)
     assert float(th.threshold_low) < centres.mean() < float(th.threshold_high)
@@ -38,7 +38,7 @@ def test_interval_covers_the_true_crossing_about_95_percent_of_the_time():
     hits = 0
     for _ in range(60):
         centres = 5.0 + rng.normal(0, 0.4, 10)
-        th = analysis.threshold(dataset(steps(centres, BETA), BETA), "cf", bootstrap=400,
+        th = thresholds.threshold(dataset(steps(centres, BETA), BETA), "cf", bootstrap=400,
                                 seed=int(rng.integers(1 << 30)))
         hits += float(th.threshold_low) <= 5.0 <= float(th.threshold_high)
     assert 48 <= hits <= 60  # binomial(60, ~0.93) lies in this range with near certainty
@@ -46,11 +46,11 @@ def test_interval_covers_the_true_crossing_about_95_percent_of_the_time():
 
 @pytest.mark.parametrize("rising", [False, True])
 def test_both_directions_of_crossing(rising):
-    th = analysis.threshold(dataset(steps([6.3] * 3, BETA, rising=rising), BETA), "cf",
+    th = thresholds.threshold(dataset(steps([6.3] * 3, BETA, rising=rising), BETA), "cf",
                             level=0.5, bootstrap=50)
     assert float(th.threshold) == pytest.approx(6.3, abs=0.01)
     only = "down" if rising else "up"  # the other direction never happens
-    none = analysis.threshold(dataset(steps([6.3] * 3, BETA, rising=rising), BETA), "cf",
+    none = thresholds.threshold(dataset(steps([6.3] * 3, BETA, rising=rising), BETA), "cf",
                               direction=only, bootstrap=50)
     assert np.isnan(float(none.threshold))
 
@@ -58,37 +58,37 @@ def test_both_directions_of_crossing(rising):
 def test_first_crossing_of_a_bump_and_exact_linear_interpolation():
     y = np.array([0.0, 0.2, 0.8, 1.0, 0.2, 0.0])
     x = np.arange(6.0)
-    assert analysis.crossing(x, y, 0.5) == pytest.approx(1.5)
-    assert analysis.crossing(x, y, 0.5, "down") == pytest.approx(3.625)
-    assert analysis.crossing(x, np.full(6, 0.5), 0.5) == 0.0  # starts on the level
+    assert thresholds.crossing(x, y, 0.5) == pytest.approx(1.5)
+    assert thresholds.crossing(x, y, 0.5, "down") == pytest.approx(3.625)
+    assert thresholds.crossing(x, np.full(6, 0.5), 0.5) == 0.0  # starts on the level
 
 
 def test_log_axis_interpolates_in_log_space():
     x = np.logspace(0, 3, 4)           # 1, 10, 100, 1000
     y = np.log10(x)[:, None] / 3.0      # linear in log10 x: crosses 0.5 at 10^1.5
-    th = analysis.threshold(dataset(y, x, log=True), "cf", bootstrap=0)
+    th = thresholds.threshold(dataset(y, x, log=True), "cf", bootstrap=0)
     assert float(th.threshold) == pytest.approx(10**1.5, rel=1e-12)
-    lin = analysis.threshold(dataset(y, x, log=False), "cf", bootstrap=0)
+    lin = thresholds.threshold(dataset(y, x, log=False), "cf", bootstrap=0)
     assert float(lin.threshold) == pytest.approx(55.0)  # halfway between 10 and 100
 
 
 def test_no_crossing_is_nan_everywhere():
-    th = analysis.threshold(dataset(np.full((41, 4), 0.2), BETA), "cf", bootstrap=100)
+    th = thresholds.threshold(dataset(np.full((41, 4), 0.2), BETA), "cf", bootstrap=100)
     for name in ("threshold", "threshold_low", "threshold_high"):
         assert np.isnan(float(th[name]))
 
 
 def test_one_seed_gives_zero_width():
-    th = analysis.threshold(dataset(steps([3.3], BETA), BETA), "cf", bootstrap=500)
+    th = thresholds.threshold(dataset(steps([3.3], BETA), BETA), "cf", bootstrap=500)
     assert float(th.threshold_low) == float(th.threshold) == float(th.threshold_high)
     assert float(th.threshold) == pytest.approx(3.3, abs=0.01)
 
 
 def test_bootstrap_is_reproducible_and_seeded():
     ds = dataset(steps(np.linspace(3, 5, 6), BETA), BETA)
-    a = analysis.threshold(ds, "cf", bootstrap=300, seed=1)
-    b = analysis.threshold(ds, "cf", bootstrap=300, seed=1)
-    c = analysis.threshold(ds, "cf", bootstrap=300, seed=2)
+    a = thresholds.threshold(ds, "cf", bootstrap=300, seed=1)
+    b = thresholds.threshold(ds, "cf", bootstrap=300, seed=1)
+    c = thresholds.threshold(ds, "cf", bootstrap=300, seed=2)
     xr.testing.assert_identical(a, b)
     assert float(a.threshold_low) != float(c.threshold_low)
 
@@ -100,17 +100,17 @@ def test_other_axes_time_all_and_along_time():
     y = np.broadcast_to(y, (41, 21, 3)).copy()
     ds = xr.Dataset({"cf": (("beta", "time", "seed"), y)},
                     coords={"beta": BETA, "time": t, "seed": [0, 1, 2]})
-    along_time = analysis.threshold(ds, "cf", along="time", bootstrap=20)
+    along_time = thresholds.threshold(ds, "cf", along="time", bootstrap=20)
     assert along_time.threshold.dims == ("beta",)
     inside = centres < 9.5
     np.testing.assert_allclose(along_time.threshold.values[inside], centres[inside], atol=0.05)
     assert along_time.attrs["time"] == "all"
-    curve = analysis.threshold(ds, "cf", along="beta", time="all", bootstrap=20)
+    curve = thresholds.threshold(ds, "cf", along="beta", time="all", bootstrap=20)
     assert curve.threshold.dims == ("time",)
     # beta_c(t) inverts t_c(beta) = 2 + beta / 2
     ok = (t > 2.5) & (t < 6.5)
     np.testing.assert_allclose(curve.threshold.values[ok], 2 * (t[ok] - 2), atol=0.1)
-    final = analysis.threshold(ds, "cf", along="beta", time=5.0, bootstrap=0)
+    final = thresholds.threshold(ds, "cf", along="beta", time=5.0, bootstrap=0)
     assert float(final.threshold) == pytest.approx(6.0, abs=0.1)
     assert final.attrs["time"] == "5.0"
 
@@ -118,27 +118,27 @@ def test_other_axes_time_all_and_along_time():
 def test_missing_runs_are_skipped_in_the_seed_mean():
     y = steps([4.0, 4.0, 4.0], BETA)
     y[:, 2] = np.nan
-    th = analysis.threshold(dataset(y, BETA), "cf", bootstrap=100)
+    th = thresholds.threshold(dataset(y, BETA), "cf", bootstrap=100)
     assert float(th.threshold) == pytest.approx(4.0, abs=1e-9)
 
 
 def test_along_a_zip_coordinate():
     y = steps([4.0, 4.0], BETA)
     ds = dataset(y, BETA).assign_coords(dt=("beta", BETA / 100))
-    th = analysis.threshold(ds, "cf", along="dt", bootstrap=0)
+    th = thresholds.threshold(ds, "cf", along="dt", bootstrap=0)
     assert float(th.threshold) == pytest.approx(0.04, abs=1e-4)
 
 
 def test_plateau_reduction_reads_the_metastable_count():
-    assert analysis.plateau(np.array([32, 32, 29, 10, 6, 6, 3, 3, 3, 3, 2])) == 3
-    assert analysis.plateau(np.array([32, 32, 7] + [1] * 10)) == 1
-    assert np.isnan(analysis.plateau(np.full(8, 32.0)))
+    assert results.plateau(np.array([32, 32, 29, 10, 6, 6, 3, 3, 3, 3, 2])) == 3
+    assert results.plateau(np.array([32, 32, 7] + [1] * 10)) == 1
+    assert np.isnan(results.plateau(np.full(8, 32.0)))
     t = np.arange(5.0)
     ds = xr.Dataset({"n_clusters": (("seed", "time"), [[8, 8, 3, 3, 1], [8, 5, 5, 5, 2]])},
                     coords={"time": t, "seed": [0, 1]})
-    np.testing.assert_array_equal(analysis.at_time(ds.n_clusters, "plateau"), [3, 5])
-    np.testing.assert_array_equal(analysis.at_time(ds.n_clusters, "min"), [1, 2])
-    np.testing.assert_array_equal(analysis.at_time(ds.n_clusters, "final"), [1, 2])
+    np.testing.assert_array_equal(results.at_time(ds.n_clusters, "plateau"), [3, 5])
+    np.testing.assert_array_equal(results.at_time(ds.n_clusters, "min"), [1, 2])
+    np.testing.assert_array_equal(results.at_time(ds.n_clusters, "final"), [1, 2])
 
 
 @pytest.mark.parametrize("kwargs,word", [
@@ -150,9 +150,9 @@ def test_plateau_reduction_reads_the_metastable_count():
 ])
 def test_bad_names_are_config_errors(kwargs, word):
     with pytest.raises(ConfigError, match=word):
-        analysis.threshold(dataset(steps([4.0], BETA), BETA), **kwargs)
+        thresholds.threshold(dataset(steps([4.0], BETA), BETA), **kwargs)
 
 
 def test_missing_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="no such results file"):
-        analysis.open_results(tmp_path / "none.nc")
+        results.open_results(tmp_path / "none.nc")

@@ -9,10 +9,11 @@ import xarray as xr
 import yaml
 
 from helpers import assert_same_results, invoke
-from sweep import __version__, config, runner
-from sweep.grid import expand
-from sweep.simulate import Stopped
-from sweep.store import SCALARS, SERIES, Store, merge
+from sweep import __version__
+from sweep.core import config, runner
+from sweep.core.grid import expand
+from sweep.core.simulate import Stopped
+from sweep.core.store import SCALARS, SERIES, Store, merge
 
 CFG = {
     "name": "small",

@@ -12,10 +12,11 @@ import yaml
 
 from helpers import SMALL as CFG
 from helpers import assert_same_results, invoke, load
-from sweep import cluster, config
-from sweep.config import ConfigError
-from sweep.grid import expand, shard
-from sweep.store import Store
+from sweep.core import config
+from sweep.core.config import ConfigError
+from sweep.core.grid import expand, shard
+from sweep.core.store import Store
+from sweep.scheduling import shards, status
 
 # ---------------------------------------------------------------- shard variables
 
@@ -36,14 +37,14 @@ from sweep.store import Store
       "SLURM_ARRAY_TASK_COUNT": "4"}, (0, 2, "SWEEP_SHARD")),
 ])
 def test_shard_from_each_scheduler(env, expected):
-    found = cluster.shard_from_env(env)
+    found = shards.shard_from_env(env)
     assert (found.index, found.count, found.source) == expected
 
 
 def test_no_array_means_the_whole_sweep():
-    assert cluster.shard_from_env({}) is None
-    assert cluster.shard_from_env({"SGE_TASK_ID": "undefined", "PATH": "/bin"}) is None
-    assert cluster.resolve_shard(None, {}) is None
+    assert shards.shard_from_env({}) is None
+    assert shards.shard_from_env({"SGE_TASK_ID": "undefined", "PATH": "/bin"}) is None
+    assert shards.resolve_shard(None, {}) is None
 
 
 @pytest.mark.parametrize(("env", "named"), [
@@ -61,24 +62,24 @@ def test_no_array_means_the_whole_sweep():
 ])
 def test_incomplete_or_inconsistent_variables_are_errors(env, named):
     with pytest.raises(ConfigError, match=named):
-        cluster.shard_from_env(env)
+        shards.shard_from_env(env)
 
 
 def test_command_line_shard_wins_over_the_environment():
-    found = cluster.resolve_shard("1/3", {"SWEEP_SHARD": "0/2"})
+    found = shards.resolve_shard("1/3", {"SWEEP_SHARD": "0/2"})
     assert (found.index, found.count, found.source) == (1, 3, "--shard")
 
 
 def test_workers_follow_the_task_allocation():
     cpus = len(os.sched_getaffinity(0))
-    assert cluster.task_cpus({}) == cpus
-    assert cluster.task_cpus({"SLURM_CPUS_PER_TASK": "1"}) == 1
-    assert cluster.task_cpus({"NSLOTS": str(cpus + 64)}) == cpus
+    assert shards.task_cpus({}) == cpus
+    assert shards.task_cpus({"SLURM_CPUS_PER_TASK": "1"}) == 1
+    assert shards.task_cpus({"NSLOTS": str(cpus + 64)}) == cpus
 
 
 def test_array_spec():
-    assert cluster.array_spec([5, 0, 1, 2, 8, 7]) == "0-2,5,7-8"
-    assert cluster.array_spec([3]) == "3"
+    assert status.array_spec([5, 0, 1, 2, 8, 7]) == "0-2,5,7-8"
+    assert status.array_spec([3]) == "3"
 
 
 # ---------------------------------------------------------------- shards end to end

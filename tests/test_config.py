@@ -6,9 +6,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sweep import config
 from sweep.cli import app
-from sweep.grid import axes, expand
+from sweep.core import config
+from sweep.core.grid import axes, expand
 
 GOOD = {
     "name": "t",

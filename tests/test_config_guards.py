@@ -3,8 +3,8 @@
 import yaml
 from typer.testing import CliRunner
 
-from sweep import config, inputs
 from sweep.cli import app
+from sweep.core import config, inputs
 
 
 def plan(path, *extra):

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from sweep import config
 from sweep.cli import app
-from sweep.grid import expand
+from sweep.core import config
+from sweep.core.grid import expand
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -14,15 +14,15 @@ from threadpoolctl import threadpool_limits
 
 import reference as ref
 from helpers import allocations, assert_matches_reference
-from sweep import config, runner, simulate
-from sweep.grid import expand
+from sweep.core import config, runner, simulate
+from sweep.core.grid import expand
+from sweep.core.states import uniform
+from sweep.core.store import Store
 from sweep.kernels import METHOD_CODES, OBSERVABLES, blocked, dynamics, integrate
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.fast import integrate_rows
-from sweep.states import uniform
-from sweep.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
 # odd d; (3, 9): fewer tokens than a block
@@ -231,7 +231,7 @@ import numpy as np
 from sweep.kernels import OBSERVABLES
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.fast import integrate_rows
-from sweep.states import uniform
+from sweep.core.states import uniform
 out = []
 for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
                               (300, 5, 1, integrate_blocked, {"symmetric": False}),

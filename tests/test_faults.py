@@ -16,10 +16,10 @@ import xarray as xr
 import yaml
 
 from helpers import invoke, values
-from sweep import config, runner
-from sweep.grid import expand
-from sweep.locks import JobLocks
-from sweep.store import Store
+from sweep.core import config, runner
+from sweep.core.grid import expand
+from sweep.core.locks import JobLocks
+from sweep.core.store import Store
 
 CFG = {
     "name": "faults",

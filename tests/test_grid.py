@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from sweep import config
-from sweep.grid import axes, expand, shard
-from sweep.simulate import initial_state
+from sweep.core import config
+from sweep.core.grid import axes, expand, shard
+from sweep.core.simulate import initial_state
 
 
 def cfg(grid, **sections):

@@ -6,9 +6,10 @@ import yaml
 from typer.testing import CliRunner
 
 from helpers import run_kernel
-from sweep import cluster, config, resources, stability
 from sweep.cli import app
-from sweep.grid import expand
+from sweep.core import config, resources, stability
+from sweep.core.grid import expand
+from sweep.scheduling import shards
 
 GiB = 2**30
 
@@ -66,7 +67,7 @@ def test_run_lowers_the_worker_count_to_what_fits(tmp_path, monkeypatch):
     jobs = jobs_of(model={"n": 4000}, grid={"seed": {"range": [0, 8]}})
     need = resources.need(jobs, "none", 8)
     monkeypatch.setattr(resources, "available_memory", lambda: int(2.5 * need.per_job))
-    monkeypatch.setattr(cluster, "task_cpus", lambda: 8)
+    monkeypatch.setattr(shards, "task_cpus", lambda: 8)
     result = plan(tmp_path, {"model": {"n": 4000}, "grid": {"seed": {"range": [0, 8]}}})
     assert result.exit_code == 0
     assert "at most 2 job(s) fit at once" in result.output

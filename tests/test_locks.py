@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from sweep import config, locks, runner
-from sweep.grid import expand
-from sweep.locks import JobLocks
-from sweep.simulate import simulate
-from sweep.store import Store
+from sweep.core import config, locks, runner
+from sweep.core.grid import expand
+from sweep.core.locks import JobLocks
+from sweep.core.simulate import simulate
+from sweep.core.store import Store
 
 
 def dead_pid() -> int:
@@ -85,7 +85,7 @@ def test_heartbeat_keeps_held_locks_fresh_and_exit_releases(tmp_path, monkeypatc
 
 
 def test_a_killed_owner_leaves_a_lock_that_the_next_run_breaks(tmp_path):
-    code = ("import sys, time; from sweep.locks import JobLocks; "
+    code = ("import sys, time; from sweep.core.locks import JobLocks; "
             "JobLocks(sys.argv[1]).acquire('job'); print('held', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
                             text=True)

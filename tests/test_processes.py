@@ -16,9 +16,9 @@ import xarray as xr
 import yaml
 
 from helpers import values
-from sweep import config
-from sweep.grid import expand
-from sweep.store import Store
+from sweep.core import config
+from sweep.core.grid import expand
+from sweep.core.store import Store
 
 # ~40 jobs of a few tenths of a second each: long enough to be caught in the middle
 SLOW = {
@@ -124,7 +124,7 @@ def test_kill_9_during_a_write_loses_nothing_finished(tmp_path):
     store, jobs = store_of(path, out)
     temps = [p.name for p in store.dir.glob(".*.tmp")]
     assert len([t for t in temps if ".owner." not in t]) == 1  # the half-written part
-    assert len(temps) == 2  # and the record its lock links to (sweep.locks), cleared below
+    assert len(temps) == 2  # and the record its lock links to (sweep.core.locks), cleared below
     assert sum(store.read(j) is not None for j in jobs) == 2  # the finished ones, whole
     rerun = subprocess.run([sys.executable, "-m", "sweep", "run", str(path), "--out", str(out)],
                            capture_output=True, text=True)

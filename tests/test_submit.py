@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke
-from sweep import cluster, config, submit
-from sweep.grid import expand, shard
+from sweep.core import config
+from sweep.core.grid import expand, shard
+from sweep.scheduling import shards, submit
 
 # ---------------------------------------------------------------- submit
 
@@ -152,7 +153,7 @@ def _run_task(script: str, env: dict) -> dict[str, str]:
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_every_array_task_finds_its_own_shard(cfg_path, tmp_path, monkeypatch, name, k):
     """Run each array script's shell lines with the variables its scheduler sets in each
-    task; sweep.cluster must map the tasks onto shards 0..K-1, so every job runs once."""
+    task; sweep.scheduling.shards must map the tasks onto shards 0..K-1, so every job runs once."""
     monkeypatch.chdir(tmp_path)
     plan = submit.make_plan("small", Path("c.yaml"), [], Path("out.nc"), k, scheduler=name)
     script = submit.array_script(plan)
@@ -164,13 +165,13 @@ def test_every_array_task_finds_its_own_shard(cfg_path, tmp_path, monkeypatch, n
         first, last = int(found[1]), int(found[2] or found[1])
         tasks = [TASK_ENV[name](i, first, last) for i in range(first, last + 1)]
     assert (first, last - first + 1) == (plan.scheduler.first if tasks[0] else 0, k)
-    shards = [cluster.shard_from_env(_run_task(script, env)) for env in tasks]
-    assert sorted((s.index, s.count) for s in shards) == [(i, k) for i in range(k)]
+    found = [shards.shard_from_env(_run_task(script, env)) for env in tasks]
+    assert sorted((s.index, s.count) for s in found) == [(i, k) for i in range(k)]
     jobs = expand(config.load(cfg_path))
-    ran = sorted(j.index for s in shards for j in shard(jobs, s.index, s.count))
+    ran = sorted(j.index for s in found for j in shard(jobs, s.index, s.count))
     assert ran == [j.index for j in jobs]
     if name in ("slurm", "sge") and k > 1:  # a resubmitted subset keeps its shard numbers
-        again = cluster.shard_from_env(_run_task(script, TASK_ENV[name](last, last, last)))
+        again = shards.shard_from_env(_run_task(script, TASK_ENV[name](last, last, last)))
         assert (again.index, again.count) == (k - 1, k)
 
 

@@ -7,8 +7,8 @@ from scipy.integrate import quad, solve_ivp
 from scipy.special import iv
 
 import reference as ref
-from sweep import analysis, theory
-from sweep.config import ConfigError
+from sweep.analysis import results, theory, thresholds
+from sweep.core.config import ConfigError
 
 
 def solve(n, beta, kind, t_end, **kwargs):
@@ -103,7 +103,7 @@ def test_measured_boundary_in_high_dimension_matches_the_ode(tmp_path):
     path.write_text(yaml.safe_dump(cfg))
     out = tmp_path / "high-d.nc"
     assert CliRunner().invoke(app, ["run", str(path), "--out", str(out)]).exit_code == 0
-    ds = analysis.open_results(out)
-    th = analysis.threshold(ds, "clustered_fraction", along="time", level=0.5, bootstrap=100)
+    ds = results.open_results(out)
+    th = thresholds.threshold(ds, "clustered_fraction", along="time", level=0.5, bootstrap=100)
     ode = theory.boundary_time(ds.beta.values, 32, "softmax", 1e-3)
     np.testing.assert_allclose(th.threshold.values, ode, rtol=0.05)

@@ -8,10 +8,10 @@ import xarray as xr
 import yaml
 from typer.testing import CliRunner
 
-from sweep import config, states
 from sweep.cli import app
-from sweep.grid import expand
-from sweep.simulate import initial_state, job_dynamics, simulate
+from sweep.core import config, states
+from sweep.core.grid import expand
+from sweep.core.simulate import initial_state, job_dynamics, simulate
 
 BASE = {
     "name": "z",
@@ -169,8 +169,8 @@ def test_run_with_head_beta_zip_and_matrices(tmp_path):
 
 
 def test_one_compiled_kernel_serves_every_model(tmp_path):
+    from sweep.core.simulate import warm_up
     from sweep.kernels import integrate
-    from sweep.simulate import warm_up
 
     np.save(tmp_path / "m.npy", np.eye(3))
     cfg = with_keys(model={"qk": "m.npy", "v": "gaussian", "ffn": "m.npy", "heads": 2,

@@ -5,7 +5,7 @@ import pytest
 
 import reference as ref
 from helpers import allocations, kernel_velocity, run_kernel
-from sweep import states
+from sweep.core import states
 from sweep.kernels.model import dynamics, parse_mask
 
 N, D = 9, 4
@@ -102,7 +102,7 @@ import json
 import numpy as np
 from numba.core.runtime import rtsys
 from sweep.kernels import METHOD_CODES, dynamics, integrate
-from sweep.states import uniform
+from sweep.core.states import uniform
 r = np.random.default_rng(1)
 n, d, h = 10, 4, 3
 qk, v, w = r.standard_normal((h, d, d)), r.standard_normal((h, d, d)), r.standard_normal((d, d))

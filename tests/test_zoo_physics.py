@@ -5,8 +5,8 @@ import pytest
 from scipy import special
 
 from helpers import run_kernel
-from sweep import states
-from sweep.config import Init
+from sweep.core import states
+from sweep.core.config import Init
 
 pytestmark = pytest.mark.physics
 

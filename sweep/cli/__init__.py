@@ -20,8 +20,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from sweep import __version__
-from sweep.config import Config, ConfigError, load
-from sweep.store import StoreError
+from sweep.core.config import Config, ConfigError, load
+from sweep.core.store import StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Phase-diagram sweeper for self-attention particle dynamics.")

@@ -9,16 +9,16 @@ import typer
 from rich.table import Table
 
 from sweep.cli import _summary, app, fail, out, user_errors
-from sweep.store import write_dataset
+from sweep.core.store import write_dataset
 
 
 @app.command()
 def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
     """What a results file holds: axes, variables, config, provenance."""
-    from sweep import analysis
+    from sweep.analysis.results import open_results
 
     with user_errors():
-        ds = analysis.open_results(results, load=False)
+        ds = open_results(results, load=False)
     with ds:
         out.print(f"[bold]{results}[/]  {ds.attrs.get('title', '')}")
         table = Table(title="axes")
@@ -71,11 +71,12 @@ def threshold_cmd(
         direction: Annotated[str, typer.Option(
             "--direction", help="Crossings counted: any | up | down.")] = "any"):
     """Where the seed-mean VAR first crosses LEVEL along an axis, with a bootstrap interval."""
-    from sweep import analysis
+    from sweep.analysis.results import open_results
+    from sweep.analysis.thresholds import threshold as locate
 
     with user_errors():
-        ds = analysis.open_results(results)
-        th = analysis.threshold(ds, var, along, level, time, bootstrap, seed, direction)
+        ds = open_results(results)
+        th = locate(ds, var, along, level, time, bootstrap, seed, direction)
         path = write_dataset(th, output) if output is not None else None
     _print_threshold(th)
     if path is not None:
@@ -123,15 +124,16 @@ def plot_cmd(
             "-o", "--output", help="Figure file: .png, .pdf or .svg (default: "
                                    "figures/<results>-<var>.png).")] = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
-    from sweep import analysis, plots
+    from sweep.analysis import plots
+    from sweep.analysis.results import open_results, parse_selection
 
     with user_errors():
-        ds = analysis.open_results(results)
-        extra = {k: analysis.open_results(p) for k, p in
+        ds = open_results(results)
+        extra = {k: open_results(p) for k, p in
                  (("threshold", threshold), ("theory", theory)) if p is not None}
         path = output or Path("figures") / f"{results.stem}-{var}.png"
         done = plots.plot(ds, var, path, x=x, y=y, time=time,
-                          selection=analysis.parse_selection(sel), series=lines, **extra)
+                          selection=parse_selection(sel), series=lines, **extra)
     out.print(f"figure: {done}")
 
 
@@ -157,7 +159,7 @@ def theory_equiangular(
     """The equiangular-ODE (t, beta) boundary: t*(beta) where rho_beta(t) = 1 - eps."""
     import numpy as np
 
-    from sweep import theory
+    from sweep.analysis import theory
 
     if beta[2] < 1 or t_max <= 0 or save_every <= 0:
         raise fail("--beta NUM, --t-max and --save-every must be positive")
@@ -184,7 +186,7 @@ def theory_kappa_c(
         beta: Annotated[list[float], typer.Option("--beta", help="Beta(s), repeatable.")],
         output: FileOut = None):
     """Noise threshold kappa_c = beta / E[t e^(beta t)] of the unnormalized model."""
-    from sweep import theory
+    from sweep.analysis import theory
 
     with user_errors():
         ds = theory.kappa_c_dataset(d, beta)

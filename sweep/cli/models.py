@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from sweep.cli import app, fail, out, user_errors
-from sweep.store import write_dataset
+from sweep.core.store import write_dataset
 
 ModelOpt = Annotated[str, typer.Option(
     "--model", help="minilm (all-MiniLM-L6-v2; `make models` installs it) or a directory "
@@ -33,7 +33,7 @@ def probe_cmd(text: Annotated[Path, typer.Option(
                   min=-1.0, max=1.0, help="Cosine threshold of the coarse_* clusters.")]
               = 0.9):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
-    from sweep import bert, probe
+    from sweep.trained import bert, probe
 
     if not text.is_file():
         raise fail(f"{text}: no such text file")
@@ -61,7 +61,7 @@ def extract_cmd(directory: Annotated[Path, typer.Option(
                                        "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy).")]
                 = False):
     """Each layer's attention as .npy files of shape (heads, d, d) for the `qk:` and `v:` keys."""
-    from sweep import bert, probe
+    from sweep.trained import bert, probe
 
     with user_errors():
         index = probe.extract(bert.load(model), directory, controls)

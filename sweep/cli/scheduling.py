@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from sweep import cluster
-from sweep import submit as scheduler
 from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
-from sweep.grid import expand
-from sweep.store import Store, indices
+from sweep.core.grid import expand
+from sweep.core.store import Store, indices
+from sweep.scheduling import status as parts
+from sweep.scheduling import submit as scheduler
 
 
 @app.command()
@@ -25,7 +25,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
-        found = cluster.survey(expand(cfg), store)
+        found = parts.survey(expand(cfg), store)
     damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
     out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
               f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
@@ -41,7 +41,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     _print_rerun(found, shards, store, config)
 
 
-def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config: Path) -> None:
+def _print_rerun(found: parts.Survey, shards: int | None, store: Store, config: Path) -> None:
     """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
     record = scheduler.submitted(store.output) or {}
     k = shards or record.get("shards")
@@ -53,7 +53,7 @@ def _print_rerun(found: cluster.Survey, shards: int | None, store: Store, config
     if not rerun:
         out.print(f"shards to rerun (K={k}): none")
         return
-    spec = cluster.array_spec(rerun)
+    spec = parts.array_spec(rerun)
     out.print(f"shards to rerun (K={k}): --array={spec}")
     if record.get("shards") == k and scheduler.rerun_script(record, store.output).is_file():
         *lines, then = scheduler.rerun_lines(record, rerun, store.output)
@@ -114,7 +114,7 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
 @app.command("compile")
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
-    from sweep.simulate import warm_up
+    from sweep.core.simulate import warm_up
 
     with user_errors():
         dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}

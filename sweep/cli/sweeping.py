@@ -17,7 +17,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from sweep import cluster
 from sweep.cli import (
     ConfigArg,
     OutOpt,
@@ -30,12 +29,14 @@ from sweep.cli import (
     out,
     user_errors,
 )
-from sweep.config import Config
-from sweep.grid import axes, expand, shard
-from sweep.runner import Hooks, Interrupted, RunReport, run
-from sweep.signals import stop_on_signals
-from sweep.simulate import estimate
-from sweep.store import Store, merge, write_dataset
+from sweep.core.config import Config
+from sweep.core.grid import axes, expand, shard
+from sweep.core.runner import Hooks, Interrupted, RunReport, run
+from sweep.core.simulate import estimate
+from sweep.core.store import Store, merge, write_dataset
+from sweep.scheduling import shards
+from sweep.scheduling import status as parts
+from sweep.scheduling.signals import stop_on_signals
 
 
 @app.command()
@@ -46,7 +47,7 @@ def plan(config: ConfigArg, sets: SetOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        cpus = cluster.task_cpus()
+        cpus = shards.task_cpus()
         workers = _preflight(cfg, jobs, cpus, merged=True)
     if as_json:
         for job in jobs:
@@ -93,16 +94,16 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
         jobs = expand(cfg)
-        part = cluster.resolve_shard(shard_spec)
+        part = shards.resolve_shard(shard_spec)
         todo = shard(jobs, part.index, part.count) if part else jobs
         store = Store(_output(cfg, path), cfg.hash)
         if failed_only:
-            todo = cluster.only_failed(todo, store)
+            todo = parts.only_failed(todo, store)
         if part is not None:
             err.print(f"shard {part.index} of {part.count} (from {part.source}): "
                       f"{len(todo)} of {len(jobs)} job(s)")
         merged = part is None and not failed_only
-        workers = _preflight(cfg, todo, workers or cluster.task_cpus(), merged=merged)
+        workers = _preflight(cfg, todo, workers or shards.task_cpus(), merged=merged)
         try:
             report = _run_with_progress(todo, store, cfg, workers, force, keep=merged)
             _print_report(report, store)
@@ -122,7 +123,7 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
 
 def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True) -> int:
     """Warn about unstable steps; refuse what cannot fit in memory; return workers that fit."""
-    from sweep import resources, stability
+    from sweep.core import resources, stability
 
     need = resources.need(jobs, cfg.output.positions, workers, merged)
     available = resources.available_memory()
@@ -165,7 +166,7 @@ def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunRepor
 
 
 def _hint(job) -> str:
-    from sweep.stability import job_hint
+    from sweep.core.stability import job_hint
 
     hint = job_hint(job.model, job.integrate)
     return f"; {hint}" if hint else ""
@@ -190,7 +191,7 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
         jobs = expand(cfg)
-        cluster.check_not_edited(jobs, store)
+        parts.check_not_edited(jobs, store)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
         try:
             ds = merge(cfg, jobs, store, allow_missing=allow_missing)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep import analysis
-from sweep.config import ConfigError
+from sweep.analysis import results
+from sweep.core.config import ConfigError
 
 MAX_FACETS = 6
 MAX_LINES = 7
@@ -46,7 +46,7 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
     axes = [x] if y is None else [x, y]
-    mean, sem, seeds = analysis.frame(ds, var, axes, time, selection)
+    mean, sem, seeds = results.frame(ds, var, axes, time, selection)
     if y is None:
         series = series or _leftover(mean, axes, first=True)
         axes += [series] if series else []
@@ -76,7 +76,7 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
 
 
 def _leftover(mean, axes, first: bool = False):
-    dims = [analysis.axis_dim(mean, a) for a in axes if a is not None]
+    dims = [results.axis_dim(mean, a) for a in axes if a is not None]
     left = [d for d in mean.dims if d not in dims and mean.sizes[d] > 1]
     return (left[0] if left else None) if first else left
 
@@ -97,7 +97,7 @@ def title(ds, var: str, seeds: int, time, selection=None) -> str:
     name = str(ds.attrs.get("title", "")).removeprefix("sweep results: ") or "results"
     when = "" if time == "all" else f", t = {_fmt(ds.time.values[-1])}" \
         if time in (None, "final") and "time" in ds[var].dims else \
-        f", {time} over time" if time in analysis.REDUCTIONS else \
+        f", {time} over time" if time in results.REDUCTIONS else \
         f", t = {time}" if time is not None else ""
     fixed = "".join(f", {k} = {_fmt(v)}" for k, v in (selection or {}).items())
     return f"{name}: {var} (mean of {seeds} seed{'s' * (seeds > 1)}{when}{fixed})"
@@ -167,7 +167,7 @@ def _axis(ax, which: str, name: str, coord) -> str:
 # ---------------------------------------------------------------- drawing
 
 def _heatmap(ax, da, x: str, y: str, limits):
-    xd, yd = analysis.axis_dim(da, x), analysis.axis_dim(da, y)
+    xd, yd = results.axis_dim(da, x), results.axis_dim(da, y)
     da = da.sortby(da[x]).sortby(da[y]).transpose(yd, xd)
     xk, yk = _axis(ax, "x", x, da[x]), _axis(ax, "y", y, da[y])
     xe, ye = _edges(da[x].values, xk), _edges(da[y].values, yk)
@@ -185,9 +185,9 @@ def _wrap(text: str, width: int = 48) -> str:
 
 
 def _lines(ax, mean, sem, x: str, series: str | None, theory=None) -> None:
-    xd = analysis.axis_dim(mean, x)
+    xd = results.axis_dim(mean, x)
     others = [d for d in mean.dims if d != xd]
-    by = analysis.axis_dim(mean, series) if series else (others[0] if others else None)
+    by = results.axis_dim(mean, series) if series else (others[0] if others else None)
     kind = _axis(ax, "x", x, mean[x])
     values = mean[by].values if by else [None]
     if by and len(values) > MAX_LINES:
@@ -296,7 +296,7 @@ def trained_vs_random(sim, probe, path) -> Path:
     """
     path = Path(path)
     plt = _pyplot()
-    mean = analysis.seed_mean(sim)
+    mean = results.seed_mean(sim)
     betas = mean.beta.values if "beta" in mean.dims else [None]
     fig, axes = plt.subplots(len(betas), 3, figsize=(14, 4 * len(betas)), squeeze=False,
                              layout="constrained")

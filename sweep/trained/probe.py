@@ -18,11 +18,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.bert import Bert, Trace, forward
+from sweep.core.store import SERIES, environment
 from sweep.kernels import dynamics
 from sweep.kernels.observables import N_OBS, NAMES, observe
 from sweep.kernels.workspace import workspace
-from sweep.store import SERIES, environment
+from sweep.trained.bert import Bert, Trace, forward
 
 # name: (long_name, units), beside the SPEC observables of store.SERIES
 EXTRA = {

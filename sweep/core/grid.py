@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from sweep import inputs
-from sweep.config import (
+from sweep.core import inputs
+from sweep.core.config import (
     SECTIONS,
     Config,
     ConfigError,

@@ -12,10 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.config import ConfigError
-from sweep.grid import Job
+from sweep.core.config import ConfigError
+from sweep.core.grid import Job
+from sweep.core.simulate import job_bytes
 from sweep.kernels import OBSERVABLES
-from sweep.simulate import job_bytes
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
 GiB = 2**30

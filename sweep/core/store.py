@@ -25,11 +25,10 @@ from pathlib import Path
 import numpy as np
 
 from sweep import __version__
-from sweep.config import Config
-from sweep.grid import Job, axes
-from sweep.kernels import OBSERVABLES
-from sweep.locks import HOST, owner_tag, pid_alive
-from sweep.simulate import (
+from sweep.core.config import Config
+from sweep.core.grid import Job, axes
+from sweep.core.locks import HOST, owner_tag, pid_alive
+from sweep.core.simulate import (
     STATUS_FAILED,
     STATUS_NONFINITE,
     STATUS_OK,
@@ -38,6 +37,7 @@ from sweep.simulate import (
     t_cluster,
     times,
 )
+from sweep.kernels import OBSERVABLES
 
 STATUS_MISSING = -1
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file

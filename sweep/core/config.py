@@ -123,7 +123,7 @@ class Config:
     init: Init
     integrate: Integrate
     output: Output
-    grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.grid
+    grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.core.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,7 +256,7 @@ def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> No
 
 
 def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
-    """Rules of the model zoo that involve several keys (file shapes: sweep.inputs)."""
+    """Rules of the model zoo that involve several keys (file shapes: sweep.core.inputs)."""
     if model.head_beta is not None and len(model.head_beta) != model.heads:
         raise ConfigError(f"model.head_beta: {len(model.head_beta)} value(s) for "
                           f"heads={model.heads}{at}")
@@ -346,7 +346,7 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
 
 
 def load(path: str | Path, overrides: list[str] = ()) -> Config:
-    """Read, override and validate a config file (grid values are checked by sweep.grid)."""
+    """Read, override and validate a config file (grid values are checked by sweep.core.grid)."""
     path = Path(path)
     raw = apply_overrides(read_yaml(path), list(overrides))
     return from_dict(raw, source=path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.config import ConfigError
+from sweep.core.config import ConfigError
 
 
 def resolve(text: str, source: Path | None) -> Path:

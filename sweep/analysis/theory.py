@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from sweep.config import ConfigError
+from sweep.core.config import ConfigError
 
 MODELS = ("softmax", "unnormalized")
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(8)

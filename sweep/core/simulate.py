@@ -13,9 +13,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from sweep import inputs, matrices, states
-from sweep.config import stable_hash
-from sweep.grid import Job
+from sweep.core import inputs, matrices, states
+from sweep.core.config import stable_hash
+from sweep.core.grid import Job
 from sweep.kernels import (
     METHOD_CODES,
     NONFINITE,

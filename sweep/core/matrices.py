@@ -1,5 +1,5 @@
 """The matrices of a model: per-head score matrices M_h = Q_h^T K_h, value matrices V_h and
-the FFN matrix W. Pure NumPy; the caller passes the generator (sweep.simulate seeds it).
+the FFN matrix W. Pure NumPy; the caller passes the generator (sweep.core.simulate seeds it).
 
 Only M_h = Q_h^T K_h enters the dynamics (s_ij = beta_h <x_i, M_h x_j>), so `qk` specifies
 that product directly. gaussian: entries N(0, 1/d); orthogonal: Haar-distributed.
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep import inputs
+from sweep.core import inputs
 
 
 def gaussian(heads: int, d: int, rng: np.random.Generator) -> np.ndarray:

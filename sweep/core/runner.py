@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from sweep.grid import Job
-from sweep.locks import STALE_AFTER, JobLocks
-from sweep.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
-from sweep.store import Part, Store, StoreError, part_of
+from sweep.core.grid import Job
+from sweep.core.locks import STALE_AFTER, JobLocks
+from sweep.core.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
+from sweep.core.store import Part, Store, StoreError, part_of
 
 
 class Interrupted(Exception):
@@ -88,7 +88,7 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         force: bool = False, hooks: Hooks | None = None, keep: bool = False) -> RunReport:
     """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up.
 
-    Each job is computed under its lock (sweep.locks), so runs sharing an output split the
+    Each job is computed under its lock (sweep.core.locks), so runs sharing an output split the
     work; jobs another run holds are waited for. StoreError if the output cannot be written.
     keep: put every part this run read or wrote in report.parts, for store.merge to use
     instead of reading each part again; only with positions "none": what is kept is each

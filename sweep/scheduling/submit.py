@@ -18,8 +18,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.cluster import SchedulerError, array_spec
-from sweep.store import beside
+from sweep.core.store import beside
+from sweep.scheduling.shards import SchedulerError
+from sweep.scheduling.status import array_spec
 
 # Seconds before the time limit at which SLURM sends SIGUSR1 (LSF: minutes, rounded up), so a
 # task stops cleanly (jobs in flight are abandoned, finished parts kept) instead of being

@@ -1,0 +1,100 @@
+"""What a sweep's parts folder holds: completed, missing, failed and damaged jobs, parts of
+another config, and the shards of a K-task array to rerun."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sweep.core.grid import Job
+from sweep.core.store import Store, StoreError
+
+
+@dataclass
+class Survey:
+    """What the parts directory holds for one config's jobs."""
+
+    jobs: list[Job]
+    completed: list[Job] = field(default_factory=list)
+    missing: list[Job] = field(default_factory=list)
+    failed: list[tuple[Job, str]] = field(default_factory=list)   # (job, error)
+    damaged: list[tuple[Job, str]] = field(default_factory=list)  # unreadable part, rerun it
+    strays: list[Path] = field(default_factory=list)  # parts of no job of this config
+
+    def rerun(self, k: int) -> list[int]:
+        """Shards of K holding a job that is missing, failed or damaged."""
+        todo = self.missing + [j for j, _ in self.failed] + [j for j, _ in self.damaged]
+        return sorted({j.index % k for j in todo})
+
+
+def survey(jobs: list[Job], store: Store) -> Survey:
+    out = Survey(jobs, strays=stray_parts(jobs, store))
+    for job, part, error in store.read_each(jobs):
+        if error:
+            out.damaged.append((job, error))
+        elif part is None:
+            out.missing.append(job)
+        elif part.failed:
+            out.failed.append((job, str(part.meta.get("error", "unknown error"))))
+        else:
+            out.completed.append(job)
+    return out
+
+
+def only_failed(jobs: list[Job], store: Store) -> list[Job]:
+    """The jobs whose part records a failure (status 2); missing jobs are left alone."""
+    return [job for job, part, _ in store.read_each(jobs) if part is not None and part.failed]
+
+
+def stray_parts(jobs: list[Job], store: Store) -> list[Path]:
+    """Part files in the store that belong to no job of this config (dot-files are temps)."""
+    if not store.dir.is_dir():
+        return []
+    ids = {job.id for job in jobs}
+    return sorted(p for p in store.dir.glob("*.npz") if p.stem not in ids)
+
+
+def part_config_hash(path: Path) -> str:
+    """The config hash a part was written under ('?' when unreadable)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return str(json.loads(str(f["meta"])).get("config_hash", "?"))
+    except (OSError, ValueError, KeyError, EOFError):
+        return "?"
+
+
+def check_not_edited(jobs: list[Job], store: Store) -> None:
+    """Refuse to merge when jobs are missing while parts of another config lie in the store.
+
+    A part is valid for its job whatever config wrote it: the job id hashes every parameter
+    that decides the job's numbers, so extending or trimming a grid reuses results. But jobs
+    of this config missing next to parts of no job of it means the config (or a --set) changed
+    between run and merge; merging would silently mix or drop a campaign, even with
+    --allow-missing.
+    """
+    strays = stray_parts(jobs, store)
+    if not strays:
+        return
+    missing = [j for j in jobs if not store.path(j).exists()]
+    if not missing:
+        return
+    hashes = sorted({part_config_hash(p) for p in strays[:50]})
+    ours = store.config_hash
+    raise StoreError(f"{store.dir}: {len(missing)} job(s) of this config (hash {ours}) have no "
+                     f"result, and {len(strays)} part(s) come from a different config (hash "
+                     f"{', '.join(hashes)}): the config changed after the run; merge with the "
+                     "config that wrote them, or run this one")
+
+
+def array_spec(shards: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2,5,7-8' (the form sbatch --array and qsub -J take)."""
+    runs: list[list[int]] = []
+    for s in sorted(set(shards)):
+        if runs and s == runs[-1][1] + 1:
+            runs[-1][1] = s
+        else:
+            runs.append([s, s])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
