@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from sweep.core import states
-from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
+from sweep.kernels.general.drive import integrate
+from sweep.kernels.general.model import dynamics
 
 ENERGY = OBSERVABLES.index("energy")
 

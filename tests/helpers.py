@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.kernels import METHOD_CODES, OBSERVABLES, dynamics, integrate
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
+from sweep.kernels.general.drive import integrate
+from sweep.kernels.general.model import dynamics
 
 # A small sweep (12 jobs of 6 tokens) for the shard, status and submit tests.
 SMALL = {
@@ -45,8 +47,8 @@ def allocations(script, *args):
 
 def kernel_velocity(x, dyn):
     """The compiled velocity field P_{x_i}(v_i) at x: [n, d] under the model dyn."""
-    from sweep.kernels.attention import velocity
-    from sweep.kernels.workspace import workspace
+    from sweep.kernels.general.attention import velocity
+    from sweep.kernels.general.workspace import workspace
 
     out = np.empty_like(x)
     velocity(x, dyn, out, workspace(x, dyn))

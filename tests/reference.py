@@ -169,7 +169,7 @@ def pc1_share(x):
 
 
 # ---------------------------------------------------------------- the model zoo
-# A model is a dict of keyword arguments of sweep.kernels.model.dynamics: attention, beta,
+# A model is a dict of keyword arguments of sweep.kernels.general.model.dynamics: attention, beta,
 # heads, head_beta, qk, v ([d, d] or [h, d, d] or None for identity), mask ("window:2"...),
 # noise, noise_key, ffn ([d, d] or None).
 

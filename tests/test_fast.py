@@ -18,11 +18,14 @@ from sweep.core import config, runner, simulate
 from sweep.core.grid import expand
 from sweep.core.states import uniform
 from sweep.core.store import Store
-from sweep.kernels import METHOD_CODES, OBSERVABLES, blocked, dynamics, integrate
+from sweep.kernels import blocked
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
 from sweep.kernels.expfast import exp1, exp_inplace
-from sweep.kernels.fast import integrate_rows
+from sweep.kernels.general.drive import integrate
+from sweep.kernels.general.model import dynamics
+from sweep.kernels.rows import integrate_rows
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
 # odd d; (3, 9): fewer tokens than a block
@@ -228,9 +231,9 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
 FRESH_OR_CACHED = """
 import sys
 import numpy as np
-from sweep.kernels import OBSERVABLES
+from sweep.kernels.codes import OBSERVABLES
 from sweep.kernels.blocked import integrate_blocked
-from sweep.kernels.fast import integrate_rows
+from sweep.kernels.rows import integrate_rows
 from sweep.core.states import uniform
 out = []
 for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
@@ -260,7 +263,7 @@ COUNT_ALLOCATIONS = """
 import json, sys
 import numpy as np
 from numba.core.runtime import rtsys
-from sweep.kernels.fast import integrate_rows
+from sweep.kernels.rows import integrate_rows
 def count(method, stride):
     x = np.eye(12, 9)
     args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, 8)), np.zeros((0, 12, 9)),

@@ -199,7 +199,9 @@ def test_sigterm_while_writing_the_dataset_leaves_no_partial_file(tmp_path):
 MEMORY_PROBE = textwrap.dedent("""
     import resource, sys
     import numpy as np
-    from sweep.kernels import OBSERVABLES, dynamics, integrate
+    from sweep.kernels.codes import OBSERVABLES
+    from sweep.kernels.general.drive import integrate
+    from sweep.kernels.general.model import dynamics
     def run(n):
         x = np.zeros((n, 2)); x[:, 0] = 1.0
         integrate(x, dynamics("softmax", 1.0), 0, 0.1, 1, 1e-3,

@@ -170,7 +170,7 @@ def test_run_with_head_beta_zip_and_matrices(tmp_path):
 
 def test_one_compiled_kernel_serves_every_model(tmp_path):
     from sweep.core.simulate import warm_up
-    from sweep.kernels import integrate
+    from sweep.kernels.general.drive import integrate
 
     np.save(tmp_path / "m.npy", np.eye(3))
     cfg = with_keys(model={"qk": "m.npy", "v": "gaussian", "ffn": "m.npy", "heads": 2,

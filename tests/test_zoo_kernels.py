@@ -6,7 +6,8 @@ import pytest
 import reference as ref
 from helpers import allocations, kernel_velocity, run_kernel
 from sweep.core import states
-from sweep.kernels.model import dynamics, parse_mask
+from sweep.kernels.codes import parse_mask
+from sweep.kernels.general.model import dynamics
 
 N, D = 9, 4
 _R = np.random.default_rng(99)
@@ -101,7 +102,9 @@ COUNT_ALLOCATIONS = """
 import json
 import numpy as np
 from numba.core.runtime import rtsys
-from sweep.kernels import METHOD_CODES, dynamics, integrate
+from sweep.kernels.codes import METHOD_CODES
+from sweep.kernels.general.drive import integrate
+from sweep.kernels.general.model import dynamics
 from sweep.core.states import uniform
 r = np.random.default_rng(1)
 n, d, h = 10, 4, 3
@@ -189,7 +192,7 @@ def test_parse_mask_refuses(text):
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 6])
 def test_keep_top_keeps_the_k_largest_smaller_j_on_ties(k):
-    from sweep.kernels.masks import keep_top
+    from sweep.kernels.general.masks import keep_top
 
     scores = np.array([1.0, 2.0, 2.0, 0.5, 2.0, 3.0])
     s, cols = scores.copy(), np.arange(6)

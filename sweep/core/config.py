@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from sweep.kernels.model import ATTENTION_CODES, parse_mask
+from sweep.kernels.codes import ATTENTION_CODES, parse_mask
 
 
 class ConfigError(ValueError):

@@ -15,7 +15,7 @@ from pathlib import Path
 from sweep.core.config import ConfigError
 from sweep.core.grid import Job
 from sweep.core.simulate import job_bytes
-from sweep.kernels import OBSERVABLES
+from sweep.kernels.codes import OBSERVABLES
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
 GiB = 2**30

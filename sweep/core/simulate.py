@@ -16,17 +16,11 @@ import numpy as np
 from sweep.core import inputs, matrices, states
 from sweep.core.config import stable_hash
 from sweep.core.grid import Job
-from sweep.kernels import (
-    METHOD_CODES,
-    NONFINITE,
-    OBSERVABLES,
-    STOPPED,
-    Dynamics,
-    dynamics,
-    integrate,
-)
 from sweep.kernels.blocked import TILE, integrate_blocked, symmetric_fits
-from sweep.kernels.fast import integrate_rows
+from sweep.kernels.codes import METHOD_CODES, NONFINITE, OBSERVABLES, STOPPED
+from sweep.kernels.general.drive import integrate
+from sweep.kernels.general.model import Dynamics, dynamics
+from sweep.kernels.rows import integrate_rows
 
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
 

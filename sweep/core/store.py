@@ -37,7 +37,7 @@ from sweep.core.simulate import (
     t_cluster,
     times,
 )
-from sweep.kernels import OBSERVABLES
+from sweep.kernels.codes import OBSERVABLES
 
 STATUS_MISSING = -1
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file

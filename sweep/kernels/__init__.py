@@ -1,21 +1,8 @@
-"""Numba kernels: sphere geometry, attention velocities, integrators, observables.
+"""Numba kernels: arrays in, arrays out; nothing of configs, xarray or files.
 
-Knows nothing of configs, xarray or files: arrays in, arrays out.
+codes (no Numba: names and integer codes), general/ (every model: attention, masks, noise,
+integrators, observables, one job's time loop), rows (one small system, identity matrices,
+in one serial call), blocked (one large system, BLAS on row tiles), and what the fast paths
+share: gramobs (observables from a Gram matrix), expfast (a vectorising exp), sphere, summary.
+Import the module you need; importing this package compiles nothing.
 """
-
-from sweep.kernels.drive import NONFINITE, OK, STOPPED, integrate
-from sweep.kernels.integrators import METHOD_CODES
-from sweep.kernels.model import ATTENTION_CODES, Dynamics, dynamics
-from sweep.kernels.observables import NAMES as OBSERVABLES
-
-__all__ = [
-    "ATTENTION_CODES",
-    "METHOD_CODES",
-    "NONFINITE",
-    "OBSERVABLES",
-    "OK",
-    "STOPPED",
-    "Dynamics",
-    "dynamics",
-    "integrate",
-]

@@ -25,7 +25,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.drive import NONFINITE, OK, STOPPED
+from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import (
     finish_upper,
@@ -34,7 +34,6 @@ from sweep.kernels.gramobs import (
     stats_upper,
     summarize_forests,
 )
-from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
 TILE = 256  # rows per BLAS call; fixed, so results never depend on the thread count

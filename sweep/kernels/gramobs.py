@@ -1,4 +1,4 @@
-"""The NAMES observables from a Gram matrix G = x x^T, for the fast paths (fast.py, blocked.py).
+"""The OBSERVABLES from a Gram matrix G = x x^T, for the fast paths (fast.py, blocked.py).
 
 Three ways in, one set of per-row sums out (rows: [n, 4], then finish):
   fast.py holds G and W whole and sums down their columns (column_sums: both symmetric);
@@ -19,7 +19,7 @@ import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.expfast import exp1
-from sweep.kernels.observables import _find, pair_columns
+from sweep.kernels.summary import find, pair_columns, union
 
 # columns of the per-row statistics array rows: [n, 4]
 ROW_E, ROW_H, ROW_COS, ROW_MIN = 0, 1, 2, 3
@@ -77,17 +77,8 @@ def link_tile(tile, lo, eps, parent):
         for j in range(i + 1, tile.shape[1]):
             if g[j] > 1.0 - eps:
                 close += 2
-                _union(parent, i, j)
+                union(parent, i, j)
     return close
-
-
-@jit_fast
-def _union(parent, i, j):
-    """Hang the larger root under the smaller: every root stays the least index of its component
-    whatever order the pairs arrive in, so forests built from any split of the pairs agree."""
-    a, b = _find(parent, i), _find(parent, j)
-    if a != b:
-        parent[max(a, b)] = min(a, b)
 
 
 @jit_fast
@@ -98,14 +89,14 @@ def merge_forests(forests):
     """
     for s in range(1, forests.shape[0]):
         for i in range(forests.shape[1]):
-            r = _find(forests[s], i)
+            r = find(forests[s], i)
             if r != i:
-                _union(forests[0], i, r)
+                union(forests[0], i, r)
 
 
 @jit_fast
 def finish(x, rows, close, parent, beta, c, out):
-    """Fill out[:] (NAMES order) from the per-row sums and the union-find forest."""
+    """Fill out[:] (OBSERVABLES order) from the per-row sums and the union-find forest."""
     n = x.shape[0]
     e_sum, h_sum, cos_sum, cos_min = 0.0, 0.0, 0.0, np.inf
     for i in range(n):
@@ -220,7 +211,7 @@ def stats_upper(w, lo, hi, beta, c, eps, keep, a, rows, cols, diag, parent):
         for j in range(r + 1, m):
             if g[j] > 1.0 - eps:
                 close += 2
-                _union(parent, i, lo + j)
+                union(parent, i, lo + j)
         if keep:
             for j in range(m):
                 g[j] = a[j]

@@ -19,9 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from sweep.core.store import SERIES, environment
-from sweep.kernels import dynamics
-from sweep.kernels.observables import N_OBS, NAMES, observe
-from sweep.kernels.workspace import workspace
+from sweep.kernels.codes import N_OBS
+from sweep.kernels.codes import OBSERVABLES as NAMES
+from sweep.kernels.general.model import dynamics
+from sweep.kernels.general.observables import observe
+from sweep.kernels.general.workspace import workspace
 from sweep.trained.bert import Bert, Trace, forward
 
 # name: (long_name, units), beside the SPEC observables of store.SERIES

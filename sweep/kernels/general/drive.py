@@ -5,24 +5,21 @@ so a job is one kernel call whatever its length.
 """
 
 from sweep.kernels._jit import jit
-from sweep.kernels.integrators import step
-from sweep.kernels.observables import observe
+from sweep.kernels.codes import NONFINITE, OK, STOPPED
+from sweep.kernels.general.integrators import step
+from sweep.kernels.general.observables import observe
+from sweep.kernels.general.workspace import workspace
 from sweep.kernels.sphere import all_finite
-from sweep.kernels.workspace import workspace
-
-OK = 0
-NONFINITE = 1
-STOPPED = 3
 
 
 @jit
 def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     """Advance x: [n, d] in place, recording observables at each of obs.shape[0] saves.
 
-    obs: [n_saves, N_OBS] float64, filled row by row; traj: [n_saves, n, d] positions at each
-    save, or [0, n, d] for none; stop: [1] int, polled at every step so another thread can
-    abandon the run. Returns (status, saves recorded): status OK, NONFINITE (the state blew
-    up; later rows are left untouched) or STOPPED.
+    obs: [n_saves, len(OBSERVABLES)] float64, filled row by row; traj: [n_saves, n, d]
+    positions at each save, or [0, n, d] for none; stop: [1] int, polled at every step so
+    another thread can abandon the run. Returns (status, saves recorded): status OK,
+    NONFINITE (the state blew up; later rows are left untouched) or STOPPED.
     """
     work = workspace(x, dyn)  # every scratch array, once: the step loop allocates nothing
     for s in range(obs.shape[0]):

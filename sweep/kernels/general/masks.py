@@ -8,7 +8,7 @@ A row's partners are filled once per row, so the loop over j never tests the mas
 """
 
 from sweep.kernels._jit import jit
-from sweep.kernels.model import CAUSAL, GROUPS, LEADERS, WINDOW
+from sweep.kernels.codes import CAUSAL, GROUPS, LEADERS, WINDOW
 
 
 @jit

@@ -13,8 +13,8 @@ Ruiz-Balet, arXiv 2508.09628.)
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.masks import keep_top, partners
-from sweep.kernels.model import HARDMAX, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
+from sweep.kernels.codes import HARDMAX, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
+from sweep.kernels.general.masks import keep_top, partners
 from sweep.kernels.sphere import dot, project_row
 
 

@@ -12,10 +12,9 @@ Float32 jobs are computed in float64 and rounded back to float32 after every ste
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.drive import NONFINITE, OK, STOPPED
+from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
-from sweep.kernels.integrators import EULER
 from sweep.kernels.sphere import all_finite, axpy
 
 

@@ -12,7 +12,7 @@ Flood 2014), which passes BigCrush; two uniforms per normal via Box-Muller.
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import frozen
+from sweep.kernels.general.attention import frozen
 from sweep.kernels.sphere import project_row
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

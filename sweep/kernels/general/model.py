@@ -12,24 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-SOFTMAX = 0
-UNNORMALIZED = 1
-RELU = 2
-HARDMAX = 3
-
-ATTENTION_CODES = {"softmax": SOFTMAX, "unnormalized": UNNORMALIZED, "relu": RELU,
-                   "hardmax": HARDMAX}
-
-DENSE = 0
-CAUSAL = 1
-WINDOW = 2
-TOPK = 3
-GROUPS = 4
-LEADERS = 5
-
-MASK_CODES = {"dense": DENSE, "causal": CAUSAL, "window": WINDOW, "topk": TOPK,
-              "groups": GROUPS, "leaders": LEADERS}
-PARAMETRIC_MASKS = ("window", "topk", "groups", "leaders")
+from sweep.kernels.codes import ATTENTION_CODES, parse_mask
 
 
 class Dynamics(NamedTuple):
@@ -55,29 +38,6 @@ class Dynamics(NamedTuple):
     noise: float
     noise_key: int
     ffn: np.ndarray
-
-
-def parse_mask(text: str) -> tuple[int, int]:
-    """'dense' | 'causal' | 'window:W' | 'topk:K' | 'groups:G' | 'leaders:L' -> (code, param).
-
-    ValueError (with a message fit for a config error) on anything else.
-    """
-    name, sep, param = str(text).partition(":")
-    if name not in MASK_CODES:
-        raise ValueError(f"{text!r} is not one of dense | causal | window:W | topk:K | "
-                         "groups:G | leaders:L")
-    if (name in PARAMETRIC_MASKS) != bool(sep):
-        raise ValueError(f"{text!r}: {name} takes " + ("an integer, as in "
-                         f"{name}:4" if name in PARAMETRIC_MASKS else "no parameter"))
-    if not sep:
-        return MASK_CODES[name], 0
-    try:
-        value = int(param)
-    except ValueError:
-        raise ValueError(f"{text!r}: {param!r} is not an integer") from None
-    if value < (0 if name == "window" else 1):
-        raise ValueError(f"{text!r}: the parameter must be >= {0 if name == 'window' else 1}")
-    return MASK_CODES[name], value
 
 
 def _heads(m, heads: int) -> np.ndarray:

@@ -1,49 +1,15 @@
 """Observables of a state x: [n, d], pure functions of x (and the model, for energy/entropy).
 
-Column order of `observe`'s output is `NAMES`. Pair quantities run over i != j; with n = 1
-they are NaN (there are no pairs) and the single token is one cluster.
+Column order of `observe`'s output is `kernels.codes.OBSERVABLES`. Pair quantities run over
+i != j; with n = 1 they are NaN (there are no pairs) and the single token is one cluster.
 """
 
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import head_inputs, row_weights, scores_row
+from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
 from sweep.kernels.sphere import dot
-
-NAMES = (
-    "order_parameter",
-    "mean_cosine",
-    "min_cosine",
-    "clustered_fraction",
-    "n_clusters",
-    "largest_cluster",
-    "energy",
-    "attention_entropy",
-)
-N_OBS = len(NAMES)
-CLUSTERED = NAMES.index("clustered_fraction")
-N_CLUSTERS = NAMES.index("n_clusters")
-
-
-@jit
-def _find(parent, i):
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
-
-
-@jit
-def order_parameter(x):
-    """r = |(1/n) sum_i x_i|."""
-    n, d = x.shape
-    r2 = 0.0
-    for k in range(d):
-        m = 0.0
-        for i in range(n):
-            m += x[i, k]
-        r2 += (m / n) ** 2
-    return np.sqrt(r2)
+from sweep.kernels.summary import find, pair_columns
 
 
 @jit
@@ -106,7 +72,7 @@ def head_mean(sums, betas, n):
 
 @jit
 def observe(x, dyn, eps, out, work):
-    """out[:] = the NAMES observables of x.  work: workspace.Work scratch.
+    """out[:] = the OBSERVABLES of x.  work: workspace.Work scratch.
 
     Clusters are connected components of the graph with edges <x_i, x_j> > 1 - eps.
     Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
@@ -130,38 +96,8 @@ def observe(x, dyn, eps, out, work):
             cos_min = min(cos_min, g[j])
             if g[j] > 1.0 - eps:
                 close += 1
-                a, b = _find(parent, i), _find(parent, j)
+                a, b = find(parent, i), find(parent, j)
                 if a != b:
                     parent[max(a, b)] = min(a, b)
     pair_columns(x, cos_sum, cos_min, close, parent, work.size, out)
     out[6], out[7] = head_mean(sums, dyn.betas, n)
-
-
-@jit
-def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
-    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs;
-    size: [n] int scratch."""
-    n = x.shape[0]
-    pairs = n * (n - 1)
-    out[0] = order_parameter(x)
-    out[1] = cos_sum / pairs if pairs > 0 else np.nan
-    out[2] = cos_min if pairs > 0 else np.nan
-    out[3] = close / pairs if pairs > 0 else np.nan
-    out[4], out[5] = _clusters(parent, size)
-    out[5] /= n
-
-
-@jit
-def _clusters(parent, size):
-    """(number of components, size of the largest) from a union-find forest, in O(n);
-    size: [n] int scratch."""
-    n = parent.shape[0]
-    size[:] = 0
-    count, largest = 0, 0
-    for i in range(n):
-        r = _find(parent, i)
-        if r == i:
-            count += 1
-        size[r] += 1
-        largest = max(largest, size[r])
-    return float(count), float(largest)

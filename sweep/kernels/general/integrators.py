@@ -7,13 +7,10 @@ The sphere is invariant (and attracting) for the ambient field, so RK4 keeps fou
 """
 
 from sweep.kernels._jit import jit
-from sweep.kernels.attention import moving, velocity
-from sweep.kernels.noise import add_noise
+from sweep.kernels.codes import EULER
+from sweep.kernels.general.attention import moving, velocity
+from sweep.kernels.general.noise import add_noise
 from sweep.kernels.sphere import axpy, normalize_rows
-
-EULER = 0
-RK4 = 1
-METHOD_CODES = {"euler": EULER, "rk4": RK4}
 
 
 @jit

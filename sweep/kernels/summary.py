@@ -1,0 +1,64 @@
+"""What every path shares after its pair sums: the clusters of close pairs (a union-find
+forest) and the observables' first columns (kernels.codes.OBSERVABLES) from those sums."""
+
+import numpy as np
+
+from sweep.kernels._jit import jit
+
+
+@jit
+def find(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@jit
+def union(parent, i, j):
+    """Hang the larger root under the smaller: every root stays the least index of its component
+    whatever order the pairs arrive in, so forests built from any split of the pairs agree."""
+    a, b = find(parent, i), find(parent, j)
+    if a != b:
+        parent[max(a, b)] = min(a, b)
+
+
+@jit
+def components(parent, size):
+    """(number of components, size of the largest) from a union-find forest, in O(n);
+    size: [n] int scratch."""
+    n = parent.shape[0]
+    size[:] = 0
+    count, largest = 0, 0
+    for i in range(n):
+        r = find(parent, i)
+        if r == i:
+            count += 1
+        size[r] += 1
+        largest = max(largest, size[r])
+    return float(count), float(largest)
+@jit
+def order_parameter(x):
+    """r = |(1/n) sum_i x_i|."""
+    n, d = x.shape
+    r2 = 0.0
+    for k in range(d):
+        m = 0.0
+        for i in range(n):
+            m += x[i, k]
+        r2 += (m / n) ** 2
+    return np.sqrt(r2)
+
+
+@jit
+def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
+    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs;
+    size: [n] int scratch."""
+    n = x.shape[0]
+    pairs = n * (n - 1)
+    out[0] = order_parameter(x)
+    out[1] = cos_sum / pairs if pairs > 0 else np.nan
+    out[2] = cos_min if pairs > 0 else np.nan
+    out[3] = close / pairs if pairs > 0 else np.nan
+    out[4], out[5] = components(parent, size)
+    out[5] /= n
