@@ -12,7 +12,7 @@ OPTIONS = dict(cache=True, nogil=True, error_model="numpy", fastmath=False)
 
 jit = numba.njit(**OPTIONS)
 
-# The fast kernels (fast.py, blocked.py, expfast.py) let LLVM reassociate sums and fuse
+# The fast kernels (rows.py, blocked.py, expfast.py) let LLVM reassociate sums and fuse
 # multiply-adds so reductions over tokens vectorise. That changes the rounding of a sum of n
 # terms by ~n ulp, far inside the 1e-12 agreement with the reference; nnan/ninf stay off, so
 # blow-ups are still detected.

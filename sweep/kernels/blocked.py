@@ -1,6 +1,6 @@
 """Fast path for one large system: the two n x n x d products go to BLAS.
 
-Per velocity evaluation (x: [n, d], same case as fast.py: identity matrices, one head):
+Per velocity evaluation (x: [n, d], same case as rows.py: identity matrices, one head):
   G = x x^T              BLAS gemm against a transposed copy (measured faster than syrk)
   W = exp(beta (G - c))  in place, exp vectorised (expfast.py); z_i = sum_j W_ij
   V = W x                BLAS gemm

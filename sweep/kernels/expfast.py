@@ -13,7 +13,7 @@ Compiled without fastmath: the rounding trick (y * log2 e + ROUND) - ROUND is ex
 reassociation would delete. Only contraction into fused multiply-adds is allowed: it halves the
 polynomial's instructions (1.5-2x the rate) and rounds once where a multiply and an add round
 twice. LLVM inlines exp1 into its callers keeping these flags on its own instructions, so it
-stays exact inside the reassociating loops of fast.py and blocked.py.
+stays exact inside the reassociating loops of rows.py and blocked.py.
 """
 
 from llvmlite import ir

@@ -1,7 +1,7 @@
-"""The OBSERVABLES from a Gram matrix G = x x^T, for the fast paths (fast.py, blocked.py).
+"""The OBSERVABLES from a Gram matrix G = x x^T, for the fast paths (rows.py, blocked.py).
 
 Three ways in, one set of per-row sums out (rows: [n, 4], then finish):
-  fast.py holds G and W whole and sums down their columns (column_sums: both symmetric);
+  rows.py holds G and W whole and sums down their columns (column_sums: both symmetric);
   blocked.Blocked never holds G whole: it passes row tiles of it (stats_tile, link_tile), so
     every per-row and per-pair quantity is a function of one row of G at a time;
   blocked.Symmetric passes the tile-blocks on and right of the diagonal, each pair once,
