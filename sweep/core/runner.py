@@ -4,7 +4,7 @@ Parallelism is at one level only: each job runs a serial, GIL-free kernel on its
 "blocked" jobs (simulate.strategy: large n), when too few to fill the threads, run after the
 others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
 thread: its results change in the last bit with its thread count (a run would depend on
---workers), and on a shared machine its spinning threads stalled (README "Performance").
+--workers), and on a shared machine its spinning threads stalled (docs/performance.md).
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
 """
 

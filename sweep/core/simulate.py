@@ -197,7 +197,7 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     is what resources.need budgets); when its weights fit (blocked.symmetric_fits), an n x n
     matrix and a few n-vectors per tile instead. Stage buffers count as a step touches them
     (1 for euler, 5 for rk4: pages never written take no memory). Checked against the peak
-    resident memory a job adds (README, Performance)."""
+    resident memory a job adds (docs/performance.md)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
