@@ -13,7 +13,8 @@ from sweep import __version__
 from sweep.core import config, runner
 from sweep.core.grid import expand
 from sweep.core.simulate import Stopped
-from sweep.core.store import SCALARS, SERIES, Store, merge
+from sweep.core.store import Store, merge
+from sweep.kernels.codes import SCALARS, SERIES
 
 CFG = {
     "name": "small",

@@ -17,7 +17,7 @@ import reference  # noqa: E402
 from sweep.cli import app  # noqa: E402
 from sweep.core import config  # noqa: E402
 from sweep.core.grid import expand  # noqa: E402
-from sweep.core.store import SERIES  # noqa: E402
+from sweep.kernels.codes import SERIES  # noqa: E402
 from sweep.trained import bert, probe  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."

@@ -12,7 +12,7 @@ import yaml
 
 import reference
 from helpers import invoke, tiny_model_dir, write_safetensors
-from sweep.core.store import SERIES
+from sweep.kernels.codes import SERIES
 from sweep.trained import bert, probe
 
 TEXT = "Héllo, the tokens clustered! A b bb world."

@@ -22,8 +22,9 @@ from threadpoolctl import threadpool_limits
 
 from sweep.core.grid import Job
 from sweep.core.locks import STALE_AFTER, JobLocks
-from sweep.core.simulate import STATUS_NONFINITE, Stopped, simulate, strategy, warm_up_jobs
+from sweep.core.simulate import Stopped, simulate, strategy, warm_up_jobs
 from sweep.core.store import Part, Store, StoreError, part_of
+from sweep.kernels.codes import STATUS_NONFINITE
 
 
 class Interrupted(Exception):

@@ -17,12 +17,17 @@ from sweep.core import inputs, matrices, states
 from sweep.core.config import stable_hash
 from sweep.core.grid import Job
 from sweep.kernels.blocked import TILE, integrate_blocked, symmetric_fits
-from sweep.kernels.codes import METHOD_CODES, NONFINITE, OBSERVABLES, STOPPED
+from sweep.kernels.codes import (
+    METHOD_CODES,
+    NONFINITE,
+    OBSERVABLES,
+    STATUS_NONFINITE,
+    STATUS_OK,
+    STOPPED,
+)
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
 from sweep.kernels.rows import integrate_rows
-
-STATUS_OK, STATUS_NONFINITE, STATUS_FAILED = 0, 1, 2
 
 
 class Stopped(Exception):

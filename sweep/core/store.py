@@ -28,38 +28,20 @@ from sweep import __version__
 from sweep.core.config import Config
 from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
-from sweep.core.simulate import (
+from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
+from sweep.kernels.codes import (
+    CLUSTERED,
+    N_CLUSTERS,
+    OBSERVABLES,
+    SCALARS,
+    SERIES,
     STATUS_FAILED,
+    STATUS_MISSING,
     STATUS_NONFINITE,
     STATUS_OK,
-    JobResult,
-    max_clusters,
-    t_cluster,
-    times,
 )
-from sweep.kernels.codes import OBSERVABLES
 
-STATUS_MISSING = -1
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
-
-# name: (long_name, units). Series are over (axes..., time); scalars over the axes only.
-SERIES = {
-    "order_parameter": ("order parameter |(1/n) sum_i x_i|", "1"),
-    "mean_cosine": ("mean pairwise cosine <x_i, x_j> over i != j", "1"),
-    "min_cosine": ("minimum pairwise cosine over i != j", "1"),
-    "clustered_fraction": ("fraction of pairs i != j with cosine > 1 - cluster_eps", "1"),
-    "n_clusters": ("number of clusters (components of the cosine > 1 - eps graph)", "1"),
-    "largest_cluster": ("size of the largest cluster as a fraction of n", "1"),
-    "energy": ("interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)", "1"),
-    "attention_entropy": ("mean Shannon entropy of the attention rows", "nat"),
-}
-SCALARS = {
-    "t_cluster": ("first recorded time with clustered_fraction >= 1/2 (NaN if never)", "1"),
-    "max_clusters": ("maximum of n_clusters over saved times t > 0", "1"),
-    "status": ("job status: 0 ok, 1 non-finite values, 2 failed, -1 missing", "1"),
-    "wall_seconds": ("wall-clock time spent on the job", "s"),
-}
-assert tuple(SERIES) == OBSERVABLES
 
 
 class StoreError(Exception):
@@ -282,8 +264,8 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
         rows = np.searchsorted(t, _times(job))
         obs = part.observables
         series[k, rows] = obs
-        scalars["t_cluster"][k] = t_cluster(t[rows], obs[:, _col("clustered_fraction")])
-        scalars["max_clusters"][k] = max_clusters(obs[:, _col("n_clusters")])
+        scalars["t_cluster"][k] = t_cluster(t[rows], obs[:, CLUSTERED])
+        scalars["max_clusters"][k] = max_clusters(obs[:, N_CLUSTERS])
     data = {}
     for c, name in enumerate(OBSERVABLES):
         data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
@@ -312,10 +294,6 @@ def read_all(jobs: list[Job], store: Store,
         more = f"; {len(damaged)} damaged or foreign part(s) in all" if len(damaged) > 1 else ""
         raise StoreError(f"{damaged[0]}{more}; `sweep run` recomputes them")
     return parts
-
-
-def _col(name: str) -> int:
-    return OBSERVABLES.index(name)
 
 
 def _attrs(meta: tuple[str, str]) -> dict:

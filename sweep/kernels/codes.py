@@ -61,17 +61,31 @@ def parse_mask(text: str) -> tuple[int, int]:
     return MASK_CODES[name], value
 
 
-# columns of the observables every integration records
-OBSERVABLES = (
-    "order_parameter",
-    "mean_cosine",
-    "min_cosine",
-    "clustered_fraction",
-    "n_clusters",
-    "largest_cluster",
-    "energy",
-    "attention_entropy",
-)
+# The results schema, declared once: every variable a results file holds, as
+# name: (long_name, units). SERIES are the columns each integration records, in this order,
+# over (axes..., time); SCALARS are per job, over the axes only.
+SERIES = {
+    "order_parameter": ("order parameter |(1/n) sum_i x_i|", "1"),
+    "mean_cosine": ("mean pairwise cosine <x_i, x_j> over i != j", "1"),
+    "min_cosine": ("minimum pairwise cosine over i != j", "1"),
+    "clustered_fraction": ("fraction of pairs i != j with cosine > 1 - cluster_eps", "1"),
+    "n_clusters": ("number of clusters (components of the cosine > 1 - eps graph)", "1"),
+    "largest_cluster": ("size of the largest cluster as a fraction of n", "1"),
+    "energy": ("interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)", "1"),
+    "attention_entropy": ("mean Shannon entropy of the attention rows", "nat"),
+}
+OBSERVABLES = tuple(SERIES)
 N_OBS = len(OBSERVABLES)
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
+
+# a job's status in a results file (`status`)
+STATUS_OK, STATUS_NONFINITE, STATUS_FAILED, STATUS_MISSING = 0, 1, 2, -1
+STATUS_MEANINGS = {STATUS_OK: "ok", STATUS_NONFINITE: "non_finite", STATUS_FAILED: "failed",
+                   STATUS_MISSING: "missing"}
+SCALARS = {
+    "t_cluster": ("first recorded time with clustered_fraction >= 1/2 (NaN if never)", "1"),
+    "max_clusters": ("maximum of n_clusters over saved times t > 0", "1"),
+    "status": ("job status: 0 ok, 1 non-finite values, 2 failed, -1 missing", "1"),
+    "wall_seconds": ("wall-clock time spent on the job", "s"),
+}

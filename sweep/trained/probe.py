@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.core.store import SERIES, environment
-from sweep.kernels.codes import N_OBS
+from sweep.core.store import environment
+from sweep.kernels.codes import N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.general.observables import observe
 from sweep.kernels.general.workspace import workspace
 from sweep.trained.bert import Bert, Trace, forward
 
-# name: (long_name, units), beside the SPEC observables of store.SERIES
+# name: (long_name, units), beside the observables of kernels.codes.SERIES
 EXTRA = {
     "coarse_clustered_fraction": ("fraction of pairs i != j with cosine > cosine_threshold",
                                   "1"),
