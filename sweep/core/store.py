@@ -30,15 +30,18 @@ from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
 from sweep.kernels.codes import (
+    AXIS_NAMES,
     CLUSTERED,
     N_CLUSTERS,
     OBSERVABLES,
     SCALARS,
     SERIES,
     STATUS_FAILED,
+    STATUS_MEANINGS,
     STATUS_MISSING,
     STATUS_NONFINITE,
     STATUS_OK,
+    TIME_NAME,
 )
 
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
@@ -272,6 +275,7 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
                       _attrs(SERIES[name]))
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
+    data["status"][2].update(status_flags())
     positions = _positions(config, jobs, parts, dims, shape, t)
     if positions is not None:
         data["positions"] = positions
@@ -300,6 +304,27 @@ def _attrs(meta: tuple[str, str]) -> dict:
     return {"long_name": meta[0], "units": meta[1]}
 
 
+def status_flags() -> dict:
+    """CF flag attributes of `status`: its codes (int8, as the variable) and their names."""
+    codes = sorted(STATUS_MEANINGS)
+    return {"flag_values": np.array(codes, dtype=np.int8),
+            "flag_meanings": " ".join(STATUS_MEANINGS[c] for c in codes)}
+
+
+def number_text(value: float) -> str:
+    """The shortest text that reads back as exactly this float ('6', '0.1', '1e-20')."""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def label(value) -> str:
+    """A grid value as a coordinate label: head_beta lists as exact numbers joined by commas
+    (values that differ anywhere get different labels), anything else as its text."""
+    if isinstance(value, tuple):
+        return ",".join(number_text(b) for b in value)
+    return str(value)
+
+
 def _times(job: Job) -> np.ndarray:
     # rounded so that grids built from different save_every values share their common times
     return np.round(times(job.integrate), 12)
@@ -312,17 +337,24 @@ def _time_axis(jobs: list[Job]) -> np.ndarray:
 
 
 def _coords(grid, t) -> dict:
-    coords = {"time": ("time", t, {"long_name": "time", "units": "1"})}
+    coords = {"time": ("time", t, {"long_name": TIME_NAME, "units": "1"})}
     for axis in grid:
         for key, vals in zip(axis.keys, axis.values):
-            attrs = {"long_name": key, "units": "1"}
+            attrs = {"long_name": AXIS_NAMES.get(key, key), "units": "1"}
             if axis.log and key == axis.name:
                 attrs["spacing"] = "log"
             if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
-                vals = [",".join(f"{b:g}" for b in v) if isinstance(v, tuple) else str(v)
-                        for v in vals]
-            coords[key] = (axis.name, np.asarray(vals), attrs)
+                vals = [label(v) for v in vals]
+            coords[key] = (axis.name, _int32(np.asarray(vals)), attrs)
     return coords
+
+
+def _int32(values: np.ndarray) -> np.ndarray:
+    """Integer coordinates as int32 (CF's integer type) when they fit, as grid values do."""
+    if values.dtype.kind in "iu" and values.size and \
+            np.iinfo(np.int32).min <= values.min() and values.max() <= np.iinfo(np.int32).max:
+        return values.astype(np.int32)
+    return values
 
 
 def _positions(config, jobs, parts, dims, shape, t):
@@ -367,6 +399,19 @@ def environment(title: str, command: str | None = None) -> dict:
     }
 
 
+def cf_ready(ds):
+    """ds as CF wants it on disk: global Conventions and history (stamped now where the
+    dataset has none, e.g. a theory curve), int32 integer coordinates, and coordinates
+    without _FillValue (a coordinate has no missing values). A shallow copy."""
+    ds = ds.copy(deep=False)
+    ds.attrs = {**environment(str(ds.attrs.get("title", "sweep dataset"))), **ds.attrs}
+    ints = {name: ds[name].astype(_int32(ds[name].values).dtype) for name in ds.coords
+            if ds[name].dtype.kind in "iu"}
+    ds = ds.assign_coords(ints)
+    encoding = {name: {"_FillValue": None} for name in ds.coords}
+    return ds, encoding
+
+
 def write_dataset(ds, path: str | Path) -> Path:
     """Write netCDF4 atomically (temporary file, then rename); StoreError names the file."""
     path = Path(path)
@@ -376,7 +421,8 @@ def write_dataset(ds, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        ds, encoding = cf_ready(ds)
+        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
         reason = _reason(err) if isinstance(err, OSError) else str(err)
