@@ -32,7 +32,12 @@ ConfigArg = Annotated[Path, typer.Argument(help="YAML config file.", show_defaul
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="Override a config key by dotted path, YAML-typed: --set model.beta=2.5")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", help="Results path (default: output.path of the config).")]
+    "--out", help="Results path (default: output.path of the config); the parts go beside "
+                  "it, in <out>.parts/.")]
+MergedOpt = Annotated[Path | None, typer.Option(
+    "--out", help="Where the merged dataset is written (default: output.path). The parts are "
+                  "always those beside output.path: after `run --out X`, pass "
+                  "--set output.path=X.")]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -9,7 +9,18 @@ from typing import Annotated
 
 import typer
 
-from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
+from sweep.cli import (
+    ConfigArg,
+    MergedOpt,
+    OutOpt,
+    SetOpt,
+    _load,
+    _output,
+    app,
+    err,
+    out,
+    user_errors,
+)
 from sweep.core.grid import expand
 from sweep.core.store import Store, indices
 from sweep.scheduling import status as parts
@@ -17,15 +28,18 @@ from sweep.scheduling import submit as scheduler
 
 
 @app.command()
-def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+def status(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
            shards: Annotated[int | None, typer.Option(
                "--shards", min=1, help="K of the job array, for the list of shards to rerun "
                "(default: K of the last `sweep submit`).")] = None):
-    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
+    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell).
+
+    The parts are those beside output.path; --out names the merged dataset to report on."""
     with user_errors():
         cfg = _load(config, sets)
-        store = Store(_output(cfg, path), cfg.hash)
+        store = Store(cfg.output.path, cfg.hash)
         found = parts.survey(expand(cfg), store)
+        merged = parts.merged_state(_output(cfg, path), cfg.hash)
     damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
     out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
               f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
@@ -38,6 +52,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")
+    out.print(merged, markup=False, soft_wrap=True)
     _print_rerun(found, shards, store, config)
 
 
@@ -107,7 +122,9 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"{plan.logs}", markup=False)
     out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
               markup=False)
-    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
+    where = [] if path is None else [f"output.path={plan.output}"]
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in
+                                                              [*(sets or []), *where]),
               markup=False)
 
 

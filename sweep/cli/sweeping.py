@@ -19,6 +19,7 @@ from rich.table import Table
 
 from sweep.cli import (
     ConfigArg,
+    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -182,21 +183,22 @@ def _print_report(report: RunReport, store: Store) -> None:
 
 
 @app.command("merge")
-def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
               = False):
-    """Assemble all completed jobs into one dataset."""
+    """Assemble all completed jobs (the parts beside output.path) into one dataset."""
     with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
-        store = Store(_output(cfg, path), cfg.hash)
+        store = Store(cfg.output.path, cfg.hash)
+        target = _output(cfg, path)
         jobs = expand(cfg)
         parts.check_not_edited(jobs, store)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
         try:
             ds = merge(cfg, jobs, store, allow_missing=allow_missing)
-            out.print(f"results: {write_dataset(ds, store.output)}")
+            out.print(f"results: {write_dataset(ds, target)}")
         except KeyboardInterrupt:
-            err.print(f"stopped by {received.name}: {store.output} was not written; the parts "
+            err.print(f"stopped by {received.name}: {target} was not written; the parts "
                       "are untouched.", soft_wrap=True)
             raise typer.Exit(received.exit_code) from None

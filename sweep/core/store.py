@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from sweep import __version__
 from sweep.core.config import Config
@@ -374,7 +375,12 @@ def _positions(config, jobs, parts, dims, shape, t):
 
 def provenance(config: Config, command: str | None = None) -> dict:
     attrs = environment(f"sweep results: {config.name}", command)
-    attrs.update(sweep_config=config.to_yaml(), sweep_config_hash=config.hash)
+    # where the file is written is no part of what it holds: `run --out X` and `merge --set
+    # output.path=X` of the same parts give the same dataset
+    recorded = config.to_dict()
+    recorded["output"].pop("path")
+    attrs.update(sweep_config=yaml.safe_dump(recorded, sort_keys=False),
+                 sweep_config_hash=config.hash)
     return attrs
 
 
