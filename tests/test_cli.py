@@ -152,7 +152,8 @@ def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):
     invoke("run", cfg_path, "--out", out, "--shard", "0/2")
     result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and "6 job(s) have no result" in result.output
-    assert invoke("merge", cfg_path, "--set", f"output.path={out}", "--allow-missing").exit_code == 0
+    allowed = invoke("merge", cfg_path, "--set", f"output.path={out}", "--allow-missing")
+    assert allowed.exit_code == 0
     ds = xr.open_dataset(out)
     assert int((ds.status == -1).sum()) == 6
     assert np.isnan(ds.order_parameter.where(ds.status == -1)).all()
