@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from sweep.analysis.results import threshold_rows
 from sweep.cli import _summary, app, fail, out, user_errors
 from sweep.core.store import write_dataset
 
@@ -66,7 +68,9 @@ def threshold_cmd(
         level: Annotated[float, typer.Option("--level", help="Level to cross.")] = 0.5,
         time: TimeOpt = None, output: FileOut = None,
         bootstrap: Annotated[int, typer.Option(
-            "--bootstrap", min=0, help="Resamples of the seeds for the 95% interval.")] = 1000,
+            "--bootstrap", min=0, help="Resamples of the seeds for the 95% interval when "
+            "there are too many to enumerate (up to 9 seeds the bootstrap is exact); 0: no "
+            "interval.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
         direction: Annotated[str, typer.Option(
             "--direction", help="Crossings counted: any | up | down.")] = "any"):
@@ -85,22 +89,20 @@ def threshold_cmd(
 
 def _print_threshold(th, rows: int = 40) -> None:
     out.print(f"{th.attrs['along']} where the seed-mean {th.attrs['var']} crosses "
-              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s))")
+              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s), "
+              f"bootstrap: {th.attrs['bootstrap']})", markup=False)
     dims = list(th.threshold.dims)
     table = Table()
     for col in dims + ["threshold", "95% interval"]:
         table.add_column(col, justify="right")
-    flat = th.to_dataframe().reset_index().to_dict("records") if dims else [
-        {k: float(th[k]) for k in ("threshold", "threshold_low", "threshold_high")}]
-    found = [r for r in flat if r["threshold"] == r["threshold"]]
-    for rec in found[:rows]:
-        table.add_row(*[f"{rec[d]:g}" for d in dims], f"{rec['threshold']:.4g}",
-                      f"[{rec['threshold_low']:.4g}, {rec['threshold_high']:.4g}]")
+    for rec in (found := threshold_rows(th))[:rows]:
+        table.add_row(*[escape(c) for c in rec])
     out.print(table)
     if len(found) > rows:
         out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all")
-    if len(found) < len(flat):
-        out.print(f"{len(flat) - len(found)} point(s) never cross (NaN)")
+    never = int(th.threshold.isnull().sum())
+    if never:
+        out.print(f"{never} point(s) never cross (NaN)")
 
 
 @app.command("plot")
@@ -111,7 +113,8 @@ def plot_cmd(
             "--y", help="Vertical axis of a heatmap (without it: lines of VAR against x).")]
         = None, time: TimeOpt = None,
         sel: Annotated[list[str] | None, typer.Option(
-            "--sel", help="Fix an axis at its nearest grid value: --sel d=128.")] = None,
+            "--sel", help="Fix an axis at one of its grid values: --sel d=128, --sel "
+                          "head_beta=1,1,11,11 (a value not on the grid is an error).")] = None,
         lines: Annotated[str | None, typer.Option(
             "--lines", help="Line plot: one line per value of this axis (a few are picked).")]
         = None,
@@ -122,7 +125,11 @@ def plot_cmd(
         = None,
         output: Annotated[Path | None, typer.Option(
             "-o", "--output", help="Figure file: .png, .pdf or .svg (default: "
-                                   "figures/<results>-<var>.png).")] = None):
+                                   "figures/<results>-<var>.png).")] = None,
+        numbers: Annotated[Path | None, typer.Option(
+            "--numbers", help="Also write the numbers the figure shows as JSON (curves, "
+                              "bands, counts, threshold points, deviations from theory).")]
+        = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis import plots
     from sweep.analysis.results import open_results, parse_selection
@@ -132,9 +139,11 @@ def plot_cmd(
         extra = {k: open_results(p) for k, p in
                  (("threshold", threshold), ("theory", theory)) if p is not None}
         path = output or Path("figures") / f"{results.stem}-{var}.png"
-        done = plots.plot(ds, var, path, x=x, y=y, time=time,
-                          selection=parse_selection(sel), series=lines, **extra)
+        done = plots.plot(ds, var, path, x=x, y=y, time=time, selection=parse_selection(sel),
+                          series=lines, numbers_path=numbers, **extra)
     out.print(f"figure: {done}")
+    if numbers is not None:
+        out.print(f"numbers: {numbers}")
 
 
 # ---------------------------------------------------------------- theory
