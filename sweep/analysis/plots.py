@@ -364,10 +364,10 @@ def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> dict:
     return record
 
 
-def trained_vs_random(sim, probe, path) -> Path:
+def trained_vs_random(sim, probe, path, numbers_path=None) -> Path:
     """Simulations under identity, norm-matched Gaussian and trained attention matrices (one
     row per beta: mean_cosine and clustered_fraction against time, mean over seeds), beside
-    the trained model's own layers. Save it at dpi 100.
+    the trained model's own layers. Save it at dpi 100 (and its numbers, with numbers_path).
 
     sim: `sweep run configs/trained-vs-random.yaml`, whose zip dimension `qk` holds
     "identity", ".../layer<l>_qk_gaussian.npy" and ".../layer<l>_qk.npy" (one line each);
@@ -380,20 +380,28 @@ def trained_vs_random(sim, probe, path) -> Path:
     fig, axes = plt.subplots(len(betas), 3, figsize=(14, 4 * len(betas)), squeeze=False,
                              layout="constrained")
     colours = plt.cm.viridis([0.0, 0.2, 0.4, 0.6, 0.75, 0.9])
+    shown = {"figure": path.name, "statistic": "mean", "seeds": sim.sizes.get("seed", 1),
+             "runs": _status(sim), "time": numbers(mean.time.values), "panels": []}
     for row, beta in zip(axes, betas):
         at = mean.sel(beta=beta) if beta is not None else mean
-        where = f" at beta = {beta:g}" if beta is not None else ""
+        where = f" at β = {beta:g}" if beta is not None else ""
         for ax, var in zip(row[:2], ("mean_cosine", "clustered_fraction")):
+            lines = []
             for qk in at.qk.values:
-                ax.plot(at.time, at[var].sel(qk=qk), **_matrix_style(str(qk), colours))
+                style = _matrix_style(str(qk), colours)
+                ax.plot(at.time, at[var].sel(qk=qk), **style)
+                lines.append({"label": style["label"], "y": numbers(at[var].sel(qk=qk).values)})
             ax.set_xlabel("time t")
-            ax.set_ylabel(var)
+            ax.set_ylabel(labels.var_label(sim, var))
             ax.set_title(f"simulation{where}: {var}", fontsize=9)
+            shown["panels"].append({"panel": f"{var}{where}", "lines": lines})
     axes[0, 0].legend(fontsize=7, ncol=2)
-    _probe_panels(axes[:, 2], probe)
+    shown["probe"] = _probe_panels(axes[:, 2], probe)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    if numbers_path is not None:
+        write_numbers(shown, numbers_path)
     return path
 
 
@@ -414,11 +422,13 @@ def _matrix_style(label: str, colours) -> dict:
     return dict(color=colours[layer - 1], lw=1.0, ls="--", label=f"Gaussian L{layer}")
 
 
-def _probe_panels(column, probe) -> None:
+def _probe_panels(column, probe) -> dict:
     """The trained model itself by layer; below it, (mean |h|)^2, the beta its scores imply."""
+    drawn = {"layer": numbers(probe.layer.values)}
     for var, style in (("mean_cosine", "o-"), ("coarse_clustered_fraction", "s-"),
                        ("pc1_share", "^-")):
         column[0].plot(probe.layer, probe[var], style, label=var)
+        drawn[var] = numbers(probe[var].values)
     column[0].set_title(f"{probe.attrs.get('model')} itself: {probe.attrs.get('n_tokens')} "
                         f"tokens, coarse: cosine > {probe.attrs.get('cosine_threshold')}",
                         fontsize=9)
@@ -426,5 +436,7 @@ def _probe_panels(column, probe) -> None:
     if len(column) > 1:
         column[1].plot(probe.layer, probe.token_norm**2, "o-", color="grey")
         column[1].set_title("(mean |h|)^2: the beta of its scores on unit tokens", fontsize=9)
+        drawn["token_norm_squared"] = numbers(probe.token_norm.values ** 2)
     for ax in column:
         ax.set_xlabel("layer (0 = embeddings)")
+    return drawn
