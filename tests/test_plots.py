@@ -335,3 +335,22 @@ def test_sidecar_holds_the_threshold_points_and_their_deviation_from_theory(resu
     assert first["measured"] == pytest.approx(want, rel=1e-5)
     assert first["deviation"] == pytest.approx((first["measured"] - first["ode"]) / first["ode"],
                                                rel=1e-4)
+
+
+def test_head_beta_labels_are_exact_and_read_back(tmp_path):
+    from sweep.core.store import label
+
+    close = [(1.0, 11.0), (1.0, 11.000001), (0.1, 0.30000000000000004), (1e-20, 2.5)]
+    texts = [label(b) for b in close]
+    assert texts[0] == "1,11" and len(set(texts)) == len(texts)  # %g made 1,11 of the first two
+    assert all(tuple(float(v) for v in t.split(",")) == b for t, b in zip(texts, close))
+    cfg = tmp_path / "h.yaml"
+    cfg.write_text("name: h\nmodel: {n: 4, d: 3, heads: 2}\n"
+                   "integrate: {dt: 0.1, t_max: 0.2, save_every: 0.1}\n"
+                   "grid: {head_beta: [[1, 11], [1, 11.000001]]}\n")
+    out = tmp_path / "h.nc"
+    assert invoke("run", cfg, "--out", out, "--workers", 1).exit_code == 0
+    assert list(xr.open_dataset(out).head_beta.values) == ["1,11", "1,11.000001"]
+    picked = invoke("plot", out, "--var", "mean_cosine", "--x", "time", "--sel",
+                    "head_beta=1,11.000001", "-o", tmp_path / "p.png")
+    assert picked.exit_code == 0, picked.output
