@@ -66,7 +66,7 @@ RES ?= results
 FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
-           $(FIG)/condensation.png $(FIG)/condensation-lines.png
+           $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/results.py
 # the console output quoted in the README: fixed width, so that it reads the same anywhere
@@ -78,11 +78,11 @@ figures: figure-files
 
 figure-files: $(FIGURES)
 
-$(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc: $(RES)/%.nc: configs/%.yaml \
-		| $(VENV)/.installed
+$(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc: \
+		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-$(RES)/theory-equiangular-n32.nc: sweep/analysis/theory.py | $(VENV)/.installed
+$(RES)/theory-equiangular-n32.nc: sweep/analysis/theory/equiangular.py | $(VENV)/.installed
 	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9.5 191 \
 		--t-max 30 --save-every 0.25 -o $@ > /dev/null
 
@@ -124,6 +124,16 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md
+
+# The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
+# figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
+$(RES)/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
+                                   sweep/analysis/theory/bessel.py | $(VENV)/.installed
+	$(SWEEP) theory kappa-c --d 8 --beta 3 -o $@ > /dev/null
+
+$(FIG)/hysteresis.png: $(RES)/hysteresis.nc $(RES)/theory-kappa-c-d8-beta3.nc \
+		figures/hysteresis.py sweep/analysis/thresholds.py
+	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) $@
 
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install

@@ -169,7 +169,7 @@ def test_theory_commands_print_and_write(tmp_path):
       "--threshold", "{res}", "-o", "{tmp}/a.png"], "not a threshold file"),
     (["plot", "{res}", "--var", "clustered_fraction", "--x", "beta", "--y", "time",
       "--theory", "{res}", "-o", "{tmp}/a.png"], "not a theory file"),
-    (["theory", "equiangular", "--model", "relu"], "relu"),
+    (["theory", "equiangular", "--model", "hardmax"], "hardmax"),
     (["theory", "equiangular", "--eps", 2], "eps"),
 ])
 def test_bad_names_and_files_exit_2(results, tmp_path, args, word):
