@@ -336,9 +336,11 @@ def _legend(fig, axes) -> None:
     if handles:
         width = 55 if len(axes) == 1 else 90  # a legend as wide as the panels
         handles, texts = zip(*handles)
-        ncol = min(len(texts), 4 * len(axes)) if max(map(len, texts)) < 25 else len(axes)
-        fig.legend(handles, [_wrap(t, width) for t in texts], loc="outside lower center",
-                   fontsize=7, frameon=False, ncol=ncol)
+        texts = [_wrap(t, width) for t in texts]
+        widest = max(len(line) for t in texts for line in t.splitlines())
+        ncol = min(len(texts), max(1, 100 * len(axes) // (widest + 8)))
+        fig.legend(handles, texts, loc="outside lower center", fontsize=7, frameon=False,
+                   ncol=ncol)
 
 
 # ---------------------------------------------------------------- overlays
