@@ -68,6 +68,7 @@ PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
+            sweep/analysis/scales.py \
             sweep/analysis/results.py
 # the console output quoted in the README: fixed width, so that it reads the same anywhere
 CONSOLE := env COLUMNS=120 TERM=dumb

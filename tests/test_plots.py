@@ -310,16 +310,16 @@ def test_a_theory_file_for_another_n_is_refused(results, tmp_path):
 
 
 def test_irregular_and_log_spaced_axes_are_drawn_at_their_values():
-    from sweep.analysis import plots
+    from sweep.analysis.scales import scale
 
     def coord(values, **attrs):
         return xr.DataArray(values, dims="a", name="a", attrs=attrs)
 
-    assert plots.scale(coord([0.5, 1.0, 2.0, 3.0, 6.0, 10.0])) == "linear"
-    assert plots.scale(coord([2, 4, 8, 16, 32])) == "log"
-    assert plots.scale(coord([0.1, 1.0, 10.0], spacing="log")) == "log"
-    assert plots.scale(coord(["dense", "causal"])) == "category"
-    assert plots.scale(coord([3, 32])) == "category"  # two values have no spacing
+    assert scale(coord([0.5, 1.0, 2.0, 3.0, 6.0, 10.0])) == "linear"
+    assert scale(coord([2, 4, 8, 16, 32])) == "log"
+    assert scale(coord([0.1, 1.0, 10.0], spacing="log")) == "log"
+    assert scale(coord(["dense", "causal"])) == "category"
+    assert scale(coord([3, 32])) == "category"  # two values have no spacing
 
 
 def test_sidecar_holds_the_threshold_points_and_their_deviation_from_theory(results, tmp_path):
@@ -338,7 +338,7 @@ def test_sidecar_holds_the_threshold_points_and_their_deviation_from_theory(resu
 
 
 def test_head_beta_labels_are_exact_and_read_back(tmp_path):
-    from sweep.core.store import label
+    from sweep.core.coords import label
 
     close = [(1.0, 11.0), (1.0, 11.000001), (0.1, 0.30000000000000004), (1e-20, 2.5)]
     texts = [label(b) for b in close]

@@ -4,10 +4,14 @@ theory of `sweep theory` (the equiangular ODE boundary and rho(t), the noise thr
 Each overlay is checked against the data before it is drawn: a file of the wrong kind, from
 other results, or for another n, attention model or d is refused (a ConfigError naming it),
 never drawn unlabelled. What is drawn is also returned as plain numbers for the figure's
-sidecar. The axes are passed in; matplotlib is imported by sweep.analysis.plots only.
+sidecar (write_numbers). The axes are passed in; matplotlib is imported by
+sweep.analysis.plots only.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +34,24 @@ def number(value):
 
 def numbers(values) -> list:
     return [number(v) for v in np.asarray(values).ravel()]
+
+
+def write_numbers(shown: dict, path) -> Path:
+    """The sidecar: JSON with one line per point or curve, so that a diff reads as a table."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_json(shown) + "\n")
+    return path
+
+
+def _json(value, indent: str = "") -> str:
+    inner = indent + " "
+    if isinstance(value, dict) and any(isinstance(v, (dict, list)) for v in value.values()):
+        items = [f"{inner}{json.dumps(k)}: {_json(v, inner)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + f"\n{indent}]"
+    return json.dumps(value, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------- checks

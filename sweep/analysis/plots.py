@@ -9,14 +9,14 @@ the threshold points and their deviation from the theory.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 from sweep.analysis import labels, overlays, results
-from sweep.analysis.overlays import number, numbers
+from sweep.analysis.overlays import number, numbers, write_numbers
+from sweep.analysis.scales import edges, place, scale
 from sweep.core.config import ConfigError
 
 MAX_FACETS = 6
@@ -44,13 +44,7 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
     t_boundary or rho, or kappa-c noise_c) for the data's n and attention model.
     """
-    path = Path(path)
-    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
-        raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
-    if threshold is not None:
-        overlays.check_threshold(threshold, ds)
-    if theory is not None:
-        overlays.check_theory(theory, ds)
+    path = _checked(path, ds, threshold, theory)
     axes = [x] if y is None else [x, y]
     fr = results.frame(ds, var, axes, time, selection)
     if y is None:
@@ -65,48 +59,45 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     panels = list(fr.centre[facet].values) if facet else [None]
     fig, grid = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.6, 4.3),
                              squeeze=False, layout="constrained")
+    norm = _norm(fr.centre)  # one colour scale for every panel
     for ax, value in zip(grid[0], panels):
         part = _part(fr, facet, value)
         record = {"panel": labels.value_text(facet, value) if facet else None}
         if y is None:
             record["lines"] = _lines(ax, part, ds, x, series, theory, when)
         else:
-            mesh = _heatmap(ax, part, x, y, norm := _norm(fr.centre))
+            mesh = _heatmap(ax, part, x, y, norm)
             record.update(_nan_cells(ax, part.centre,
                                      labels.nan_reason(ds, var, when, fr.statistic)))
             record.update(_overlay(ax, part.centre, x, y, facet, value, threshold, theory))
-        if facet:
-            ax.set_title(record["panel"], fontsize=9)
         record.update(_constant(ax, part.centre, record["panel"]))
         shown["panels"].append(record)
     if y is not None:
         _colour_bar(fig, mesh, grid[0], norm, labels.var_label(ds, var, when))
-    _legend(fig, grid[0])
+    _save(fig, grid[0], shown, path, numbers_path)
+    return path
+
+
+def _checked(path, ds, threshold, theory) -> Path:
+    """The figure's path, once the overlays are known to fit the data."""
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
+    if threshold is not None:
+        overlays.check_threshold(threshold, ds)
+    if theory is not None:
+        overlays.check_theory(theory, ds)
+    return path
+
+
+def _save(fig, axes, shown: dict, path: Path, numbers_path) -> None:
+    _legend(fig, axes)
     fig.suptitle(_wrap(shown["title"], 110), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
     if numbers_path is not None:
         write_numbers(shown, numbers_path)
-    return path
-
-
-def write_numbers(shown: dict, path) -> Path:
-    """The sidecar: JSON with one line per point or curve, so that a diff reads as a table."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_json(shown) + "\n")
-    return path
-
-
-def _json(value, indent: str = "") -> str:
-    inner = indent + " "
-    if isinstance(value, dict) and any(isinstance(v, (dict, list)) for v in value.values()):
-        items = [f"{inner}{json.dumps(k)}: {_json(v, inner)}" for k, v in value.items()]
-        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
-    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-        return "[\n" + ",\n".join(inner + _json(v, inner) for v in value) + f"\n{indent}]"
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _status(ds) -> dict:
@@ -153,49 +144,6 @@ def _wrap(text: str, width: int = 48) -> str:
 
 # ---------------------------------------------------------------- axes and scales
 
-def scale(coord) -> str:
-    """'category' (a text axis, or one or two values), 'log' (declared logspace, or a
-    geometric list) or 'linear': numeric axes are drawn at their values, however irregular."""
-    if results.is_text(coord) or coord.size <= 2:  # two values have no spacing to show
-        return "category"
-    v = np.asarray(coord.values, dtype=float)
-    if coord.attrs.get("spacing") == "log":
-        return "log"
-    if v.size >= 3 and (v > 0).all():
-        ratios = np.diff(np.log(np.sort(v)))
-        if not np.allclose(ratios, ratios[0], rtol=1e-6) or ratios[0] == 0:
-            return "linear"
-        steps = np.diff(np.sort(v))
-        return "linear" if np.allclose(steps, steps[0], rtol=1e-6) else "log"
-    return "linear"
-
-
-def _edges(v: np.ndarray, kind: str) -> np.ndarray:
-    """Cell edges around the grid values (geometric midpoints on a log axis)."""
-    if kind == "category":
-        return np.arange(v.size + 1) - 0.5
-    w = np.log(v.astype(float)) if kind == "log" else v.astype(float)
-    if w.size == 1:
-        mids = np.array([w[0] - 0.5, w[0] + 0.5])
-    else:
-        inner = 0.5 * (w[1:] + w[:-1])
-        mids = np.concatenate([[2 * w[0] - inner[0]], inner, [2 * w[-1] - inner[-1]]])
-    return np.exp(mids) if kind == "log" else mids
-
-
-def _place(coord):
-    """values -> where they fall on this axis (a text axis: the index of each label)."""
-    if scale(coord) != "category":
-        return lambda values: np.asarray(values, dtype=float)
-    if not results.is_text(coord):
-        grid = np.asarray(coord.values, dtype=float)
-        return lambda values: np.array([np.flatnonzero(np.isclose(grid, v))[0] if
-                                        np.isclose(grid, v).any() else np.nan
-                                        for v in np.ravel(values).astype(float)])
-    index = {str(g): k for k, g in enumerate(coord.values)}
-    return lambda values: np.array([index.get(str(v), np.nan) for v in np.ravel(values)])
-
-
 def _axis(ax, which: str, name: str, coord) -> str:
     kind = scale(coord)
     getattr(ax, f"set_{which}label")(labels.axis_label(name, coord))
@@ -240,7 +188,7 @@ def _heatmap(ax, fr, x: str, y: str, norm):
     xd, yd = results.axis_dim(da, x), results.axis_dim(da, y)
     da = _sorted(da, x, y).transpose(yd, xd)
     xk, yk = _axis(ax, "x", x, da[x]), _axis(ax, "y", y, da[y])
-    xe, ye = _edges(da[x].values, xk), _edges(da[y].values, yk)
+    xe, ye = edges(da[x].values, xk), edges(da[y].values, yk)
     values = np.where(np.isinf(da.values), np.nan, da.values)  # "never" cells are explained
     mesh = ax.pcolormesh(xe, ye, values, cmap="viridis", shading="flat", norm=norm)
     ax.set_xlim(xe[0], xe[-1])
@@ -292,8 +240,11 @@ def _constant(ax, centre, panel) -> dict:
     v = v[np.isfinite(v)]
     if v.size == 0:
         ax.text(0.5, 0.5, "no value anywhere", transform=ax.transAxes, ha="center")
+        ax.set_title(panel or "", fontsize=9)
         return {"constant": None}
     if v.min() != v.max():
+        if panel:
+            ax.set_title(panel, fontsize=9)
         return {"constant": False, "range": [number(v.min()), number(v.max())]}
     ax.set_title(f"{panel + ': ' if panel else ''}constant, {v[0]:g} everywhere", fontsize=9)
     return {"constant": True, "range": [number(v[0]), number(v[0])]}
@@ -349,10 +300,10 @@ def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> dict:
     if threshold is None and theory is None:
         return {}
     ax.autoscale(False)  # overlays are clipped to the measured grid, not stretching it
-    place = {a: _place(mean[a]) for a in (x, y)}
+    where = {a: place(mean[a]) for a in (x, y)}
 
     def at(axis, values):
-        return place[axis](values)
+        return where[axis](values)
 
     record = {}
     if threshold is not None:

@@ -27,22 +27,20 @@ import yaml
 
 from sweep import __version__
 from sweep.core.config import Config
+from sweep.core.coords import coordinates, int32, status_flags
 from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
 from sweep.kernels.codes import (
-    AXIS_NAMES,
     CLUSTERED,
     N_CLUSTERS,
     OBSERVABLES,
     SCALARS,
     SERIES,
     STATUS_FAILED,
-    STATUS_MEANINGS,
     STATUS_MISSING,
     STATUS_NONFINITE,
     STATUS_OK,
-    TIME_NAME,
 )
 
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
@@ -282,7 +280,7 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
         data["positions"] = positions
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=_coords(grid, t))
+    ds = xr.Dataset(data, coords=coordinates(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds
 
@@ -305,27 +303,6 @@ def _attrs(meta: tuple[str, str]) -> dict:
     return {"long_name": meta[0], "units": meta[1]}
 
 
-def status_flags() -> dict:
-    """CF flag attributes of `status`: its codes (int8, as the variable) and their names."""
-    codes = sorted(STATUS_MEANINGS)
-    return {"flag_values": np.array(codes, dtype=np.int8),
-            "flag_meanings": " ".join(STATUS_MEANINGS[c] for c in codes)}
-
-
-def number_text(value: float) -> str:
-    """The shortest text that reads back as exactly this float ('6', '0.1', '1e-20')."""
-    text = repr(float(value))
-    return text[:-2] if text.endswith(".0") else text
-
-
-def label(value) -> str:
-    """A grid value as a coordinate label: head_beta lists as exact numbers joined by commas
-    (values that differ anywhere get different labels), anything else as its text."""
-    if isinstance(value, tuple):
-        return ",".join(number_text(b) for b in value)
-    return str(value)
-
-
 def _times(job: Job) -> np.ndarray:
     # rounded so that grids built from different save_every values share their common times
     return np.round(times(job.integrate), 12)
@@ -335,27 +312,6 @@ def _time_axis(jobs: list[Job]) -> np.ndarray:
     """The union of every job's save grid (one grid unless t_max or save_every is swept)."""
     grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
     return np.unique(np.concatenate([_times(j) for j in grids.values()]))
-
-
-def _coords(grid, t) -> dict:
-    coords = {"time": ("time", t, {"long_name": TIME_NAME, "units": "1"})}
-    for axis in grid:
-        for key, vals in zip(axis.keys, axis.values):
-            attrs = {"long_name": AXIS_NAMES.get(key, key), "units": "1"}
-            if axis.log and key == axis.name:
-                attrs["spacing"] = "log"
-            if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
-                vals = [label(v) for v in vals]
-            coords[key] = (axis.name, _int32(np.asarray(vals)), attrs)
-    return coords
-
-
-def _int32(values: np.ndarray) -> np.ndarray:
-    """Integer coordinates as int32 (CF's integer type) when they fit, as grid values do."""
-    if values.dtype.kind in "iu" and values.size and \
-            np.iinfo(np.int32).min <= values.min() and values.max() <= np.iinfo(np.int32).max:
-        return values.astype(np.int32)
-    return values
 
 
 def _positions(config, jobs, parts, dims, shape, t):
@@ -411,7 +367,7 @@ def cf_ready(ds):
     without _FillValue (a coordinate has no missing values). A shallow copy."""
     ds = ds.copy(deep=False)
     ds.attrs = {**environment(str(ds.attrs.get("title", "sweep dataset"))), **ds.attrs}
-    ints = {name: ds[name].astype(_int32(ds[name].values).dtype) for name in ds.coords
+    ints = {name: ds[name].astype(int32(ds[name].values).dtype) for name in ds.coords
             if ds[name].dtype.kind in "iu"}
     ds = ds.assign_coords(ints)
     encoding = {name: {"_FillValue": None} for name in ds.coords}
