@@ -75,7 +75,7 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 
 .PHONY: figure-files check-figures
 figures: figure-files
-	$(PY) figures/sidecars.py prose README.md docs/analysis.md
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md
 
 figure-files: $(FIGURES)
 
@@ -124,7 +124,7 @@ check-figures: | $(VENV)/.installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
-	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md
+	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -154,3 +154,4 @@ results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/inde
 figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
                                figures/trained_vs_random.py sweep/analysis/plots.py
 	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@ $(@:.png=.json)
+	$(PY) figures/sidecars.py prose docs/trained.md

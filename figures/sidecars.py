@@ -189,12 +189,48 @@ def wrap(text: str) -> str:
     return textwrap.fill(text, 96) + "\n"
 
 
+def trained_probe_table() -> str:
+    """The trained model's own layers (docs/trained.md), from figures/trained-vs-random.json."""
+    probe = load("trained-vs-random.json")["probe"]
+    rows = [("mean_cosine", "`mean_cosine`", "{:.3f}"),
+            ("clustered_fraction", "`clustered_fraction` (cos > 0.999)", "{:.2g}"),
+            ("coarse_n_clusters", "`coarse_n_clusters` (cos > 0.9)", "{:.0f}"),
+            ("coarse_largest_cluster", "`coarse_largest_cluster`", "{:.3f}"),
+            ("pc1_share", "`pc1_share`", "{:.3f}"),
+            ("token_norm", "`token_norm`", "{:.3g}"),
+            ("model_attention_entropy", "`model_attention_entropy` (max ln 296 = 5.69)",
+             "{:.3g}")]
+    layers = [f"{x:g}" for x in probe["layer"]]
+    lines = ["| layer | " + " | ".join(layers) + " |", "|---" * (len(layers) + 1) + "|"]
+    for key, name, form in rows:
+        cells = ["-" if v is None else form.format(v) for v in probe[key]]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def trained_mean_cosine_table() -> str:
+    """Mean cosine at the last time, per matrix set and beta (docs/trained.md)."""
+    shown = load("trained-vs-random.json")
+    lines = ["| matrices | L1 | L2 | L3 | L4 | L5 | L6 |", "|---|---|---|---|---|---|---|"]
+    for panel in shown["panels"]:
+        if not panel["panel"].startswith("mean_cosine"):
+            continue
+        beta = panel["panel"].split("β = ")[1]
+        final = {line["label"]: line["y"][-1] for line in panel["lines"]}
+        for kind, name in (("trained", "trained"), ("Gaussian", "norm-matched Gaussian")):
+            cells = [f"{final[f'{kind} L{k}']:.3f}" for k in range(1, 7)]
+            lines.append(f"| {name}, beta = {beta} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
 
 RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
-             "phase-glpr-prose": phase_glpr_prose, "condensation-prose": condensation_prose}
+             "phase-glpr-prose": phase_glpr_prose, "condensation-prose": condensation_prose,
+             "trained-probe-table": trained_probe_table,
+             "trained-mean-cosine-table": trained_mean_cosine_table}
 
 
 def render(text: str) -> str:

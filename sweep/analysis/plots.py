@@ -346,10 +346,16 @@ def trained_vs_random(sim, probe, path, numbers_path=None) -> Path:
                 lines.append({"label": style["label"], "y": numbers(at[var].sel(qk=qk).values)})
             ax.set_xlabel("time t")
             ax.set_ylabel(labels.var_label(sim, var))
-            ax.set_title(f"simulation{where}: {var}", fontsize=9)
-            shown["panels"].append({"panel": f"{var}{where}", "lines": lines})
-    axes[0, 0].legend(fontsize=7, ncol=2)
+            values = np.unique([v for line in lines for v in line["y"] if v is not None])
+            same = f" (constant, {values[0]:g} everywhere)" if values.size == 1 else ""
+            ax.set_title(f"simulation{where}: {var}{same}", fontsize=9)
+            shown["panels"].append({"panel": f"{var}{where}", "lines": lines,
+                                    "constant": bool(same)})
+    handles, texts = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, texts, loc="outside lower center", fontsize=7, ncol=7, frameon=False)
     shown["probe"] = _probe_panels(axes[:, 2], probe)
+    shown["probe"].update({v: numbers(probe[v].values) for v in probe.data_vars
+                           if probe[v].dims == ("layer",)})  # the table docs/trained.md quotes
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
