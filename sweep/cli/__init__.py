@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from sweep import __version__
+from sweep._version import __version__
 from sweep.core.config import Config, ConfigError, load
 from sweep.core.store import StoreError
 

@@ -3,7 +3,6 @@ array plus a merge job) and compile (the kernel cache the array tasks share)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +23,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
     with user_errors():
         cfg = _load(config, sets)
-        store = Store(_output(cfg, path), cfg.hash)
+        store = Store(cfg, path)
         found = parts.survey(expand(cfg), store)
     damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
     out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
@@ -114,10 +113,9 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
 @app.command("compile")
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
-    from sweep.core.simulate import warm_up
+    from sweep import api
+    from sweep.kernels import cache
 
     with user_errors():
-        dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}
-    warm_up(dtypes)
-    cache = os.environ.get("NUMBA_CACHE_DIR") or "Numba's default cache"
-    out.print(f"kernels compiled ({', '.join(sorted(dtypes))}) into {cache}")
+        compiled = api.compile(_load(config, sets))
+    out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}")

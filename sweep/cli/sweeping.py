@@ -31,8 +31,8 @@ from sweep.cli import (
 )
 from sweep.core.config import Config
 from sweep.core.grid import axes, expand, shard
+from sweep.core.kernel import estimate
 from sweep.core.runner import Hooks, Interrupted, RunReport, run
-from sweep.core.simulate import estimate
 from sweep.core.store import Store, merge, write_dataset
 from sweep.scheduling import shards
 from sweep.scheduling import status as parts
@@ -96,7 +96,7 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         jobs = expand(cfg)
         part = shards.resolve_shard(shard_spec)
         todo = shard(jobs, part.index, part.count) if part else jobs
-        store = Store(_output(cfg, path), cfg.hash)
+        store = Store(cfg, path)
         if failed_only:
             todo = parts.only_failed(todo, store)
         if part is not None:
@@ -108,7 +108,7 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             report = _run_with_progress(todo, store, cfg, workers, force, keep=merged)
             _print_report(report, store)
             if merged:
-                ds = merge(cfg, jobs, store, known=report.parts)  # parts not kept are read
+                ds = merge(store, jobs, known=report.parts)  # parts not kept are read
                 target = write_dataset(ds, store.output)
                 out.print(f"results: {target}")
         except (Interrupted, KeyboardInterrupt) as e:  # Ctrl-C, SIGTERM, SIGUSR1
@@ -161,7 +161,7 @@ def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunRepor
         def notice(message: str) -> None:
             progress.console.print(message, markup=False, soft_wrap=True)
 
-        return run(jobs, store, positions=cfg.output.positions, workers=workers, force=force,
+        return run(jobs, store, workers=workers, force=force,
                    hooks=Hooks(start=start, job_done=job_done, notice=notice), keep=keep)
 
 
@@ -189,12 +189,12 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     """Assemble all completed jobs into one dataset."""
     with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
-        store = Store(_output(cfg, path), cfg.hash)
+        store = Store(cfg, path)
         jobs = expand(cfg)
         parts.check_not_edited(jobs, store)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
         try:
-            ds = merge(cfg, jobs, store, allow_missing=allow_missing)
+            ds = merge(store, jobs, allow_missing=allow_missing)
             out.print(f"results: {write_dataset(ds, store.output)}")
         except KeyboardInterrupt:
             err.print(f"stopped by {received.name}: {store.output} was not written; the parts "

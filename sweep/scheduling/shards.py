@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sweep.core.config import ConfigError
-from sweep.core.runner import default_workers
+from sweep.core.resources import available_cpus
 
 
 class SchedulerError(ConfigError):
@@ -137,7 +137,7 @@ def task_cpus(env: Mapping[str, str] | None = None) -> int:
     schedulers that allocate without binding, where the mask is the whole node.
     """
     env = os.environ if env is None else env
-    cpus = default_workers()
+    cpus = available_cpus()
     for var in ("SLURM_CPUS_PER_TASK", "NCPUS", "NSLOTS", "LSB_DJOB_NUMPROC"):
         value = env.get(var, "").strip()
         if value.isdigit() and int(value) > 0:
