@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sweep.core.config import ConfigError
+from sweep.core.grid import check_shard
 from sweep.core.resources import available_cpus
 
 
@@ -35,8 +36,7 @@ def parse_shard(spec: str, where: str = "--shard") -> tuple[int, int]:
     if not sep or not i.strip().isdigit() or not k.strip().isdigit():
         raise ConfigError(f"{where} {spec}: expected I/K with integers, e.g. 0/4")
     i, k = int(i), int(k)
-    if k < 1 or i >= k:
-        raise ConfigError(f"{where} {spec}: need 0 <= I < K")
+    check_shard(i, k, f"{where} {spec}")
     return i, k
 
 
@@ -57,9 +57,8 @@ def _ints(env: Mapping[str, str], names: tuple[str, ...], scheduler: str) -> lis
 
 
 def _checked(i: int, k: int, scheduler: str, names: str) -> tuple[int, int]:
-    if k < 1 or not 0 <= i < k:
-        raise ConfigError(f"{scheduler} array variables give shard {i} of {k} ({names}); "
-                          "submit the array as 0..K-1 without gaps, or set SWEEP_SHARD=I/K")
+    check_shard(i, k, f"{scheduler} array variables ({names})",
+                "; submit the array as 0..K-1 without gaps, or set SWEEP_SHARD=I/K")
     return i, k
 
 
