@@ -2,17 +2,17 @@
 
 Pure NumPy (no SciPy): quadrature by Gauss-Legendre panels, Bessel-type sums in log space.
 
-Equiangular ODE (THEORY item 2; Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv 2312.10794):
-if every pairwise cosine equals rho,
+Equiangular ODE (docs/theory.md, result 2; Geshkovski, Letrouit, Polyanskiy, Rigollet,
+arXiv 2312.10794): if every pairwise cosine equals rho,
     SA:  drho/dt = 2 e^{beta rho} (1 - rho) ((n-1) rho + 1) / (e^beta + (n-1) e^{beta rho})
     USA: drho/dt = (2/n) e^{beta rho} (1 - rho) ((n-1) rho + 1).
 With u = -log(1 - rho) the right-hand side of du/dt = G(u) is bounded away from 0 and
 infinity, so t(u) = int du / G is a smooth quadrature and never sees the stiffness of
-rho -> 1. For d >> n a uniform start follows this curve from rho(0) = 0 (THEORY item 3), so
-the boundary rho_beta(t) = 1 - eps is the high-dimensional limit of the measured one.
+rho -> 1. For d >> n a uniform start follows this curve from rho(0) = 0 (docs/theory.md,
+result 3), so the boundary rho_beta(t) = 1 - eps is the high-dimensional limit of the measured one.
 
-Noise threshold (THEORY item 5; Rigollet arXiv 2512.01868): for the unnormalized drift with
-diffusion D = 1/kappa, the uniform state loses stability at
+Noise threshold (docs/theory.md, result 5; Rigollet arXiv 2512.01868): for the unnormalized
+drift with diffusion D = 1/kappa, the uniform state loses stability at
     kappa_c(beta, d) = beta / E_sigma[t e^{beta t}],  t = <x, e_1>, x uniform on S^{d-1}.
 With nu = d/2 - 1, E[t e^{beta t}] = Gamma(nu + 1) sum_k (beta/2)^{2k+1} / (k! Gamma(k+nu+2)),
 so kappa_c = d at beta = 0 and beta / I_1(beta) for d = 2.

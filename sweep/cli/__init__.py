@@ -43,7 +43,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 
 @contextlib.contextmanager
 def user_errors():
-    """Turn domain errors into one line on stderr and the SPEC's exit codes."""
+    """Turn domain errors into one line on stderr and the exit codes of sweep.errors."""
     try:
         yield
     except ConfigError as e:

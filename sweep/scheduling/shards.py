@@ -1,5 +1,5 @@
-"""Past one machine: scheduler array variables -> shard, task CPUs, sweep status (the
-job-array scripts themselves: sweep.scheduling.submit).
+"""Which shard this process runs (--shard, SWEEP_SHARD or a scheduler's array variables), and
+the CPUs its task was given.
 
 Every step stays a file-in, file-out command: an array task runs `sweep run` on its shard
 (parts only), a merge job runs `sweep merge`; nothing long-lived drives them. Jobs go to
