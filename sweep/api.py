@@ -26,7 +26,7 @@ from sweep.core import config as _config
 from sweep.core.config import Config
 from sweep.core.grid import Axis, Job, axes, expand
 from sweep.core.grid import shard as _shard_jobs
-from sweep.core.kernel import COLD_COMPILE_SECONDS, Cost, KernelPlan, estimate, variants
+from sweep.core.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
 from sweep.errors import ConfigError, Interrupted, SweepWarning
 from sweep.kernels import cache
 from sweep.scheduling import shards as _shards
@@ -67,7 +67,7 @@ class Plan:
     @property
     def compile_seconds(self) -> float:
         """About how long the cold variants take to compile (once, then they are cached)."""
-        return sum(COLD_COMPILE_SECONDS[self.kernels[name].strategy] for name in self.cold)
+        return cold_compile_seconds(self.cold)
 
 
 def plan(config: Config, out: str | Path | None = None, workers: int | None = None) -> Plan:

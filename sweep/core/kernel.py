@@ -31,7 +31,7 @@ BLOCKED_MIN_N = 256
 NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10}
 # Seconds to compile one variant into an empty cache on the same machine (`sweep compile`
 # of a config using only it, NUMBA_CACHE_DIR fresh); loading it from the cache takes ~0.1 s.
-COLD_COMPILE_SECONDS = {"general": 25.0, "rows": 12.0, "blocked": 8.0}
+COLD_COMPILE_SECONDS = {"general": 25.0, "rows": 12.0, "blocked": 8.0, "symmetric": 8.0}
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,14 @@ class KernelPlan:
     threads: int = 1         # blocked: threads sharing the tiles out (runner.py decides)
 
     @property
+    def path(self) -> str:
+        """general, rows, blocked (tile by tile) or symmetric (blocked, whole weights)."""
+        return "symmetric" if self.symmetric else self.strategy
+
+    @property
     def variant(self) -> str:
         """What compiles separately: one set of kernels per path and dtype."""
-        path = "symmetric" if self.symmetric else self.strategy
-        return f"{path}-{self.dtype}"
+        return f"{self.path}-{self.dtype}"
 
     def on(self, threads: int) -> KernelPlan:
         """The same kernel with its row tiles shared over `threads` (blocked only)."""
@@ -133,6 +137,12 @@ def estimate(jobs: list[Job], positions: str = "none") -> Cost:
     peak = max(job_bytes(j, positions) for j in jobs) / 2**20
     seconds = sum(job_flop(j) / NOMINAL_FLOPS[kernel_plan(j).strategy] for j in jobs)
     return Cost(flop / 1e9, peak, seconds)
+
+
+def cold_compile_seconds(variants: list[str]) -> float:
+    """About how long these variants (KernelPlan.variant names) take to compile when the
+    cache holds none of them."""
+    return sum(COLD_COMPILE_SECONDS[name.rpartition("-")[0]] for name in variants)
 
 
 def variants(jobs: list[Job]) -> dict[str, KernelPlan]:

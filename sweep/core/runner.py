@@ -44,8 +44,8 @@ class RunReport:
 
 @dataclass
 class Hooks:
-    """Progress callbacks; the runner never prints. start(jobs to run, skipped) once;
-    compiling(variants) before kernels not known to be cached compile; job_done(job,
+    """Progress callbacks; the runner never prints. compiling(variants) before kernels not
+    known to be cached compile; start(jobs to run, skipped) once they are; job_done(job,
     outcome) per job ("ok", "nonfinite", "failed: ...", "elsewhere"); notice(message);
     tick() every half second while jobs run (every WAIT_POLL s while waiting for another
     run), so that a hook can keep time."""
@@ -112,6 +112,7 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
             _compile(todo, hooks)
+            hooks.start(len(todo), report.skipped)
             for group, size, threads in _stages(todo, workers or available_cpus()):
                 with ThreadPoolExecutor(max_workers=size) as pool:
                     _drain(pool, lambda job, t=threads: one(job, kernel_plan(job).on(t)),
@@ -175,7 +176,6 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks, keep: bool
     report.skipped = len(jobs) - len(todo)
     for message in report.damaged:
         hooks.notice(f"recomputing {message}")
-    hooks.start(len(todo), report.skipped)
     return todo, report
 
 
