@@ -29,9 +29,11 @@ BLOCKED_MIN_N = 256
 # Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
 # demo on this project's 2-core reference machine; good to a factor of about 2.
 NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10}
-# Seconds to compile one variant into an empty cache on the same machine (`sweep compile`
-# of a config using only it, NUMBA_CACHE_DIR fresh); loading it from the cache takes ~0.1 s.
-COLD_COMPILE_SECONDS = {"general": 25.0, "rows": 12.0, "blocked": 8.0, "symmetric": 8.0}
+# Seconds to compile one variant into an empty cache on the reference machine: the CPU time
+# of `sweep compile` for a config using only it, with a fresh NUMBA_CACHE_DIR (23, 15, 5.1 and
+# 5.8 s user on a loaded machine; the demo's rows took 8.8 s wall idle, docs/performance.md).
+# Loading them from the cache takes a tenth of a second.
+COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "blocked": 5.0, "symmetric": 5.0}
 
 
 @dataclass(frozen=True)
