@@ -36,3 +36,19 @@ def test_the_python_walk_through_runs_as_written(tmp_path, monkeypatch):
             assert printed.getvalue() == shown, source
     assert (tmp_path / "results" / "walkthrough.nc").is_file()
     assert (tmp_path / "walkthrough.png").stat().st_size > 1000
+
+
+def test_the_readme_python_example_runs(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    readme = (DOCS.parent / "README.md").read_text()
+    section = readme[readme.index("## From Python"):]
+    source = BLOCK.search(section).group(2)
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "demo.yaml").write_text((DOCS.parent / "configs" / "demo.yaml")
+                                                    .read_text())
+    monkeypatch.chdir(tmp_path)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        exec(compile(source, "README.md", "exec"), {})  # noqa: S102
+    assert printed.getvalue().startswith("Cost(gflop=")
+    assert (tmp_path / "results" / "demo-2seeds.nc").is_file()
+    assert (tmp_path / "demo-2seeds.png").is_file()
