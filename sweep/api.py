@@ -1,6 +1,6 @@
 """The Python API: what `import sweep` gives, and what every `sweep` command calls.
 
-    cfg = sweep.load("configs/demo.yaml", set=["grid.seed.range=[0, 2]"])
+    cfg = sweep.load("configs/demo.yaml", set=["grid.seed={range: [0, 2]}"])
     plan = sweep.plan(cfg)              # jobs, axes, cost; nothing runs
     ds = sweep.run(cfg)                 # the files and bits of `sweep run`
     th = sweep.threshold(ds, "clustered_fraction", along="time")
@@ -95,9 +95,9 @@ def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
         warnings.warn(line, SweepWarning, stacklevel=3)
     fit = resources.workers_that_fit(need, available)
     if fit < need.workers:
-        warnings.warn(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "
-                      f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB "
-                      "available", SweepWarning, stacklevel=3)
+        warnings.warn(f"memory: at most {fit} job(s) fit at once, not {need.workers}: each "
+                      f"needs {need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} "
+                      f"GiB available; running {fit} at once", SweepWarning, stacklevel=3)
     return fit
 
 
@@ -267,31 +267,47 @@ def status(config: Config, out: str | Path | None = None,
     return Status(config, where, found, k, rerun, parts.array_spec(rerun), lines)
 
 
+@dataclass(frozen=True)
+class Submission:
+    """A job array and its merge job: the scripts, and the ids the scheduler gave them."""
+
+    scripts: dict[Path, str]        # the array script and the merge script, by path
+    jobs: int                       # jobs of the config
+    ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
+    plan: object                    # sweep.scheduling.submit.Plan: paths, logs, output
+
+
 def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
-           dry_run: bool = False):
-    """Write a job-array script and a merge job for the config's file, compile the kernels
-    into the compile cache, and submit both (`sweep submit`); dry_run: only make the plan.
-    Returns (the submission plan, (array id, merge id) or None for a dry run)."""
-    from sweep.scheduling import submit as scheduler_
+           dry_run: bool = False) -> Submission:
+    """Write a job-array script of `shards` tasks and a merge job for the config's file,
+    compile its kernels into the compile cache, and submit both (`sweep submit`); with
+    dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
+    from sweep.scheduling import submit as scripts
 
     if config.source is None:
         raise ConfigError("submit: the array's tasks read a config file; load one from a file")
-    plan_ = scheduler_.make_plan(config.name, config.source, list(config.overrides),
-                                 _output(config, out), shards, parallel, workers,
-                                 scheduler_args, scheduler)
-    return plan_, None if dry_run else scheduler_.submit(plan_, config.hash)
+    jobs = len(expand(config))
+    if shards > jobs:
+        warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
+                      "nothing to do", SweepWarning, stacklevel=2)
+    made = scripts.make_plan(config.name, config.source, list(config.overrides),
+                             _output(config, out), shards, parallel, workers, scheduler_args,
+                             scheduler)
+    texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
+    ids = None if dry_run else scripts.submit(made, config.hash)
+    return Submission(texts, jobs, ids, made)
 
 
 # ---------------------------------------------------------------- results
 
-def open(path: str | Path) -> xarray.Dataset:
-    """A results (or threshold, theory, probe) file, loaded; ConfigError if missing or
-    unreadable."""
+def open(path: str | Path, load: bool = True) -> xarray.Dataset:
+    """A results (or threshold, theory, probe) file; ConfigError if missing or unreadable.
+    load=False leaves the variables on disk: close the dataset after use (`with`)."""
     from sweep.analysis.results import open_results
 
-    return open_results(path)
+    return open_results(path, load=load)
 
 
 def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
@@ -312,19 +328,55 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
     return th
 
 
-def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path, *, x: str = "beta",
-         y: str | None = None, time: str | float | None = None,
+def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
+         x: str = "beta", y: str | None = None, time: str | float | None = None,
          sel: dict[str, float] | None = None, lines: str | None = None, threshold=None,
          theory=None) -> Path:
     """A phase diagram of `var` over (x, y), with a threshold and a theory curve drawn on it,
-    or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg) (`sweep plot`).
-    sel: fix axes at their nearest grid value; threshold, theory: datasets or files."""
+    or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg; default
+    figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at their
+    nearest grid value; threshold, theory: datasets or their files."""
     from sweep.analysis import plots
 
+    if path is None:
+        if not isinstance(ds, (str, Path)):
+            raise ConfigError("plot: name the figure file (path=...) for a dataset in memory")
+        path = Path("figures") / f"{Path(ds).stem}-{var}.png"
     extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory))
              if v is not None}
     return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
                       series=lines, **extra)
+
+
+# ---------------------------------------------------------------- trained transformers
+
+def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None,
+          beta: float = 1.0, cluster_eps: float = 1e-3,
+          threshold: float = 0.9) -> xarray.Dataset:
+    """A text file through a trained transformer's layers, measured by the simulations'
+    observables (`sweep probe`); written to `out` (default results/probe-<text>.nc).
+    model: "minilm" (`make models`) or a directory with config.json, model.safetensors and
+    tokenizer.json. Docs: docs/trained.md."""
+    from sweep.core.store import write_dataset
+    from sweep.trained import bert
+    from sweep.trained import probe as probing
+
+    text = Path(text)
+    if not text.is_file():
+        raise ConfigError(f"{text}: no such text file")
+    words = text.read_text(encoding="utf-8", errors="replace")
+    ds = probing.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text))
+    write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
+    return ds
+
+
+def extract(directory: str | Path, model: str = "minilm", controls: bool = False) -> dict:
+    """Each layer's attention matrices as .npy files of shape (heads, d, d) for the `qk:` and
+    `v:` config keys, and index.json (`sweep extract`); returns the index."""
+    from sweep.trained import bert
+    from sweep.trained import probe as probing
+
+    return probing.extract(bert.load(model), Path(directory), controls)
 
 
 def _dataset(ds):
