@@ -200,7 +200,8 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
     thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
     is what resources.need budgets); when its weights fit (blocked.symmetric_fits), an n x n
-    matrix and a few n-vectors per tile instead. Stage buffers count as a step touches them
+    matrix and a few n-vectors per tile instead; every path, the cluster-resolved
+    observables' scratch (O(n d), kernels/groups.py). Stage buffers count as a step touches them
     (1 for euler, 5 for rk4: pages never written take no memory). Checked against the peak
     resident memory a job adds (docs/performance.md)."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
@@ -216,8 +217,10 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     if how == "blocked" and symmetric_fits(n, item):
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // TILE)
-        square["blocked"] = n * n * item + n * d * item + 6 * tiles * n * 8 + 6 * n * 8
-    return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
+        square["blocked"] = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
+    resolved = (n // 2 + 1) * (d + 2) * 8 + 7 * n * 8  # groups.Groups, two more row columns
+    return (copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
+            + resolved)
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:
