@@ -237,6 +237,7 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
 # inside functions compiled with reassoc, and a four-term sum there once compiled one way
 # fresh and another way into the cache; a warm cache (a developer's) never shows it.
 FRESH_OR_CACHED = """
+import itertools
 import sys
 import numpy as np
 from sweep.kernels.codes import OBSERVABLES
@@ -244,13 +245,18 @@ from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.rows import integrate_rows
 from sweep.core.states import uniform
 out = []
-for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
-                              (300, 5, 1, integrate_blocked, {"symmetric": False}),
-                              (300, 5, 1, integrate_blocked, {"symmetric": True})):
+cases = ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
+         (300, 5, 1, integrate_blocked, {"symmetric": False}),
+         (300, 5, 1, integrate_blocked, {"symmetric": True}))
+for (n, d, method, run, kw), grouped in itertools.product(cases, (False, True)):
     x = uniform(n, d, np.random.default_rng(0))
+    if grouped:  # half the tokens in one group: the resolved observables' own passes run
+        x[::2] = x[0] + 1e-5 * np.random.default_rng(1).standard_normal(x[::2].shape)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
     obs = np.zeros((3, len(OBSERVABLES)))
     run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64),
         **kw)
+    assert (obs[:, OBSERVABLES.index("n_groups")] > 0).all() == grouped
     out.append(np.concatenate([x.ravel(), obs.ravel()]))
 np.save(sys.argv[1], np.concatenate(out))
 """
