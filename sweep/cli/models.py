@@ -29,6 +29,10 @@ def probe_cmd(text: Annotated[Path, typer.Option(
                   min=0.0, help="beta of the identity-attention energy and entropy.")] = 1.0,
               cluster_eps: Annotated[float, typer.Option(
                   min=0.0, help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+              project: Annotated[int | None, typer.Option(
+                  "--project", min=1, help="Also every cluster observable of each layer's "
+                  "tokens on their top K principal components, centred and renormalised "
+                  "(variables projected_<name>).", show_default=False)] = None,
               threshold: Annotated[float, typer.Option(
                   min=-1.0, max=1.0, help="Cosine threshold of the coarse_* clusters.")]
               = 0.9):
@@ -39,7 +43,8 @@ def probe_cmd(text: Annotated[Path, typer.Option(
         raise fail(f"{text}: no such text file")
     with user_errors():
         words = text.read_text(encoding="utf-8", errors="replace")
-        ds = probe.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text))
+        ds = probe.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text),
+                         project=project)
         target = write_dataset(ds, path or Path("results") / f"probe-{text.stem}.nc")
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
