@@ -59,11 +59,13 @@ clean:
 # FIG_WORKERS threads; -j2 runs the two sweeps side by side.
 FIG_WORKERS ?= 1
 FIGURES := figures/phase-glpr.png figures/phase-glpr-lines.png \
-           figures/condensation.png figures/condensation-lines.png figures/hysteresis.png
+           figures/condensation.png figures/condensation-lines.png figures/hysteresis.png \
+           figures/entropy-monotone.json
 
 figures: $(FIGURES)
 
-results/phase-glpr.nc results/condensation.nc results/hysteresis.nc: \
+results/phase-glpr.nc results/condensation.nc results/hysteresis.nc \
+results/entropy-monotone.nc: \
         results/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -105,6 +107,14 @@ results/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
 figures/hysteresis.png figures/hysteresis.json &: results/hysteresis.nc \
         results/theory-kappa-c-d8-beta3.nc figures/hysteresis.py sweep/analysis/thresholds.py
 	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) figures/hysteresis.png
+
+# Whether attention entropy ever falls (docs/analysis.md): `sweep monotone` of the sweep, then
+# its sidecar figures/entropy-monotone.json and, from it, the table in docs/analysis.md.
+results/entropy-monotone.monotone.nc: results/entropy-monotone.nc sweep/analysis/monotone.py
+	$(SWEEP) monotone $< --var attention_entropy -o $@ > /dev/null
+
+figures/entropy-monotone.json: results/entropy-monotone.monotone.nc figures/entropy_monotone.py
+	$(PY) figures/entropy_monotone.py $< $@ --docs docs/analysis.md
 
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
