@@ -218,7 +218,7 @@ def job_bytes(job: Job, positions: str = "none") -> int:
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // TILE)
         square["blocked"] = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
-    resolved = (n // 2 + 1) * (d + 2) * 8 + 7 * n * 8  # groups.Groups, two more row columns
+    resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
     return (copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
             + resolved)
 

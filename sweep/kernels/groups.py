@@ -33,16 +33,19 @@ from sweep.kernels.summary import find
 
 class Groups(NamedTuple):
     """Scratch of the resolved observables for x: [n, d]: label, gid, size [n] int64 (root
-    of each token's cluster, its group or -1, cluster sizes by root); sums [n // 2 + 1, d],
-    count, square [n // 2 + 1] float64 (s_A, m_A, sum_{i in A} |x_i|^2: G <= n / 2);
-    outside, silhouette [n] float64 (per token)."""
+    of each token's cluster, its group or -1, cluster sizes by root); sums, means
+    [n // 2 + 1, d] (s_A, s_A / m_A: G <= n / 2), count, square, dots [n // 2 + 1] float64
+    (m_A, sum_{i in A} |x_i|^2, one vector's products with the groups); outside, silhouette
+    [n] float64 (per token)."""
 
     label: np.ndarray
     gid: np.ndarray
     size: np.ndarray
     sums: np.ndarray
+    means: np.ndarray
     count: np.ndarray
     square: np.ndarray
+    dots: np.ndarray
     outside: np.ndarray
     silhouette: np.ndarray
 
@@ -51,8 +54,8 @@ class Groups(NamedTuple):
 def groups_scratch(n, d):
     g = n // 2 + 1
     return Groups(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
-                  np.empty(n, dtype=np.int64), np.empty((g, d)), np.empty(g), np.empty(g),
-                  np.empty(n), np.empty(n))
+                  np.empty(n, dtype=np.int64), np.empty((g, d)), np.empty((g, d)),
+                  np.empty(g), np.empty(g), np.empty(g), np.empty(n), np.empty(n))
 
 
 @jit
@@ -80,8 +83,8 @@ def label_clusters(parent, grp):
 
 @jit
 def group_sums(x, groups, grp):
-    """grp.sums[A] = s_A, grp.count[A] = m_A, grp.square[A] = sum_{i in A} |x_i|^2, summed in
-    token order (float64 whatever x's dtype)."""
+    """grp.sums[A] = s_A, grp.count[A] = m_A, grp.square[A] = sum_{i in A} |x_i|^2, summed
+    in token order (float64 whatever x's dtype)."""
     s, m, sq = grp.sums[:groups], grp.count[:groups], grp.square[:groups]
     s[:] = 0.0
     m[:] = 0.0
@@ -96,44 +99,75 @@ def group_sums(x, groups, grp):
 
 
 @jit
+def against_groups(v, s, groups, grp):
+    """grp.dots[B] = <v, s[B]> for every group B, v: [d], s: [>= G, d]: four groups at a time,
+    so four sums are in flight (one dot after another is one long chain of dependent adds)."""
+    dots = grp.dots
+    for b in range(0, groups - 3, 4):
+        s0, s1, s2, s3 = s[b], s[b + 1], s[b + 2], s[b + 3]
+        a0 = a1 = a2 = a3 = 0.0
+        for k in range(v.shape[0]):
+            a0 += v[k] * s0[k]
+            a1 += v[k] * s1[k]
+            a2 += v[k] * s2[k]
+            a3 += v[k] * s3[k]
+        dots[b], dots[b + 1], dots[b + 2], dots[b + 3] = a0, a1, a2, a3
+    for b in range(groups - groups % 4, groups):
+        dots[b] = dot(v, s[b])
+    return dots
+
+
+@jit
 def overlap_gap(groups, grp):
     """Mean intra-group cosine (pairs i != j) minus the largest mean inter-group cosine."""
     if groups < 2:
         return np.nan
-    s, m = grp.sums, grp.count
+    m = grp.count
     intra, pairs, inter = 0.0, 0.0, -np.inf
     for a in range(groups):
-        intra += dot(s[a], s[a]) - grp.square[a]
+        dots = against_groups(grp.sums[a], grp.sums, groups, grp)
+        intra += dots[a] - grp.square[a]
         pairs += m[a] * (m[a] - 1.0)
         for b in range(a + 1, groups):
-            inter = max(inter, dot(s[a], s[b]) / (m[a] * m[b]))
+            inter = max(inter, dots[b] / (m[a] * m[b]))
     return intra / pairs - inter
 
 
 @jit
 def silhouette_rows(x, lo, hi, groups, grp):
-    """grp.silhouette[i] for the tokens lo <= i < hi (0 for a singleton; independent of every
-    other token, so ranges may run at once). Both distances 0 gives 0, as scikit-learn."""
-    s, m = grp.sums, grp.count
+    """grp.silhouette[i] for the tokens lo <= i < hi (0 for a singleton), given the group
+    means (group_means). Both distances 0 gives 0, as scikit-learn."""
+    m = grp.count
     for i in range(lo, hi):
         a = grp.gid[i]
         if a < 0:
             grp.silhouette[i] = 0.0
             continue
-        own = 1.0 - (dot(x[i], s[a]) - dot(x[i], x[i])) / (m[a] - 1.0)
+        dots = against_groups(x[i], grp.means, groups, grp)
+        own = 1.0 - (m[a] * dots[a] - dot(x[i], x[i])) / (m[a] - 1.0)
         near = -np.inf
         for b in range(groups):
             if b != a:
-                near = max(near, dot(x[i], s[b]) / m[b])
+                near = max(near, dots[b])
         other = 1.0 - near
         top = max(own, other)
         grp.silhouette[i] = (other - own) / top if top > 0.0 else 0.0
 
 
 @jit
+def group_means(groups, grp):
+    """grp.means[A] = s_A / m_A."""
+    for a in range(groups):
+        inv = 1.0 / grp.count[a]
+        for k in range(grp.sums.shape[1]):
+            grp.means[a, k] = grp.sums[a, k] * inv
+
+
+@jit
 def silhouette(x, groups, grp):
     if groups < 2:
         return np.nan
+    group_means(groups, grp)
     silhouette_rows(x, 0, x.shape[0], groups, grp)
     total, count = 0.0, 0
     for i in range(x.shape[0]):
