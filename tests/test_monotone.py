@@ -95,7 +95,8 @@ def reduced_run(tmp_path_factory):
 
 
 def test_cli_monotone_on_a_run_energy_never_falls(reduced_run, tmp_path):
-    # THEORY: E_beta never decreases along SA with identity matrices (a small enough step)
+    # docs/theory.md, Energy: E_beta never decreases along SA with identity matrices (at a
+    # small enough step)
     out = tmp_path / "m.nc"
     r = invoke("monotone", reduced_run, "--var", "energy", "-o", out)
     assert r.exit_code == 0, r.output

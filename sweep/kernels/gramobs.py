@@ -340,9 +340,10 @@ def outside_upper(w, lo, hi, label, a, part, col):
 @jit_fma
 def finish_outside(tile, cols, part, rows, outside):
     """outside[i] = (part[i] + col[i] of tiles 0, 1, ... up to i's own) / z_i, in that order;
-    cols: [tiles, n] outside_upper's col of each tile."""
+    cols: [tiles, 4, n], whose cols[k, 0] is outside_upper's col of tile k (passed whole: a
+    view of one slice is contiguous or not by the number of tiles, two Numba types)."""
     for i in range(rows.shape[0]):
         o = part[i]
         for k in range(i // tile + 1):
-            o += cols[k, i]
+            o += cols[k, 0, i]
         outside[i] = o / rows[i, ROW_Z]

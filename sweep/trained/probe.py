@@ -2,7 +2,7 @@
 with the same observables, and its attention matrices as files the `qk:` / `v:` keys read.
 
 Layer l's hidden states h_i (l = 0 the embeddings, l >= 1 the output of block l) become
-x_i = h_i / |h_i| on S^{d-1}, and the SPEC observables of x come from the very kernel a
+x_i = h_i / |h_i| on S^{d-1}, and the observables of x (docs/results.md) come from the very kernel a
 simulation records with (`energy` and `attention_entropy` therefore mean identity attention
 at the given beta on these positions, as in an identity-matrix simulation). Because trained
 tokens rarely reach cosine 1 - 1e-3, the dataset adds observables that still speak: clusters
@@ -87,8 +87,8 @@ def principal(x: np.ndarray, k: int) -> np.ndarray:
 
     Centred, because a trained model's tokens share a common direction (a positive mean
     cosine in every layer) that would otherwise take the leading component and raise every
-    cosine alike; renormalised, because every observable is one of unit tokens (cosines, clusters at
-    1 - eps, identity attention at beta). A token at the mean has no direction (NaN).
+    cosine alike; renormalised, because every observable is one of unit tokens (cosines,
+    clusters at 1 - eps, identity attention at beta). A token at the mean has no direction (NaN).
     """
     centred = x - x.mean(axis=0)
     axes = np.linalg.svd(centred, full_matrices=False)[2][:k]
@@ -117,8 +117,9 @@ def projected_meta(k: int) -> dict[str, tuple[str, str]]:
 
 def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
                  threshold: float = 0.9, project: int | None = None) -> dict[str, np.ndarray]:
-    """name -> [layers + 1] values: the SPEC observables (eps = cluster_eps) and EXTRA, and
-    with project = K the cluster observables of the tokens on their top K principal axes."""
+    """name -> [layers + 1] values: the observables of docs/results.md (eps = cluster_eps) and
+    EXTRA, and with project = K the cluster observables of the tokens on their top K
+    principal axes."""
     x = unit(trace.hidden)
     series = cluster_series(x, beta, cluster_eps, threshold)
     if project is not None:
