@@ -18,16 +18,16 @@ the cost is O(n d + G^2 d + n G d):
   inter_attention     mean over i of outside[i], the share of row i's attention weight on
                       tokens outside i's cluster (a path's weights: the path fills outside)
 overlap_gap and silhouette are NaN with fewer than 2 groups. Each is its own function, so a
-save can leave any of them out.
+save can leave any of them out; they are inlined into resolve, since a call passing the
+Groups tuple counts a reference to each of its arrays up and down (measurable at n = 32).
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels._jit import jit
+from sweep.kernels._jit import jit, jit_inline
 from sweep.kernels.codes import INTER_ATTENTION, N_GROUPS, OVERLAP_GAP, SILHOUETTE, SINGLETONS
-from sweep.kernels.sphere import dot
 from sweep.kernels.summary import find
 
 
@@ -35,8 +35,8 @@ class Groups(NamedTuple):
     """Scratch of the resolved observables for x: [n, d]: label, gid, size [n] int64 (root
     of each token's cluster, its group or -1, cluster sizes by root); sums, means
     [n // 2 + 1, d] (s_A, s_A / m_A: G <= n / 2), count, square, dots [n // 2 + 1] float64
-    (m_A, sum_{i in A} |x_i|^2, one vector's products with the groups); outside, silhouette
-    [n] float64 (per token)."""
+    (m_A, sum_{i in A} |x_i|^2, one vector's products with the groups); norms, outside,
+    silhouette [n] float64 (per token: |x_i|^2 and the two observables' shares)."""
 
     label: np.ndarray
     gid: np.ndarray
@@ -46,6 +46,7 @@ class Groups(NamedTuple):
     count: np.ndarray
     square: np.ndarray
     dots: np.ndarray
+    norms: np.ndarray
     outside: np.ndarray
     silhouette: np.ndarray
 
@@ -55,10 +56,10 @@ def groups_scratch(n, d):
     g = n // 2 + 1
     return Groups(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                   np.empty(n, dtype=np.int64), np.empty((g, d)), np.empty((g, d)),
-                  np.empty(g), np.empty(g), np.empty(g), np.empty(n), np.empty(n))
+                  np.empty(g), np.empty(g), np.empty(g), np.empty(n), np.empty(n), np.empty(n))
 
 
-@jit
+@jit_inline
 def label_clusters(parent, grp):
     """grp.label[i] = the root of token i's cluster (its least token: summary.union keeps it
     so), grp.gid[i] = its group, numbered 0, 1, ... by that root, or -1 alone; returns G."""
@@ -81,10 +82,11 @@ def label_clusters(parent, grp):
     return groups
 
 
-@jit
+@jit_inline
 def group_sums(x, groups, grp):
-    """grp.sums[A] = s_A, grp.count[A] = m_A, grp.square[A] = sum_{i in A} |x_i|^2, summed
-    in token order (float64 whatever x's dtype)."""
+    """grp.sums[A] = s_A, grp.count[A] = m_A, grp.square[A] = sum_{i in A} |x_i|^2 and
+    grp.norms[i] = |x_i|^2 of the tokens in groups, summed in token order (float64 whatever
+    x's dtype)."""
     s, m, sq = grp.sums[:groups], grp.count[:groups], grp.square[:groups]
     s[:] = 0.0
     m[:] = 0.0
@@ -92,32 +94,38 @@ def group_sums(x, groups, grp):
     for i in range(x.shape[0]):
         a = grp.gid[i]
         if a >= 0:
-            m[a] += 1.0
-            sq[a] += dot(x[i], x[i])
+            q = 0.0
             for k in range(x.shape[1]):
+                q += x[i, k] * x[i, k]
                 s[a, k] += x[i, k]
+            m[a] += 1.0
+            sq[a] += q
+            grp.norms[i] = q
 
 
-@jit
-def against_groups(v, s, groups, grp):
-    """grp.dots[B] = <v, s[B]> for every group B, v: [d], s: [>= G, d]: four groups at a time,
-    so four sums are in flight (one dot after another is one long chain of dependent adds)."""
-    dots = grp.dots
+@jit_inline
+def against_groups(v, i, s, groups, dots):
+    """dots[B] = <v[i], s[B]> for every group B, v: [., d], s: [>= G, d]: four groups at a
+    time, so four sums are in flight (one dot after another is one long chain of dependent
+    adds). Indices, not row views, and inlined: each view or call costs atomic reference
+    counts, which at n = 32 cost more than the products."""
     for b in range(0, groups - 3, 4):
-        s0, s1, s2, s3 = s[b], s[b + 1], s[b + 2], s[b + 3]
         a0 = a1 = a2 = a3 = 0.0
-        for k in range(v.shape[0]):
-            a0 += v[k] * s0[k]
-            a1 += v[k] * s1[k]
-            a2 += v[k] * s2[k]
-            a3 += v[k] * s3[k]
+        for k in range(v.shape[1]):
+            a0 += v[i, k] * s[b, k]
+            a1 += v[i, k] * s[b + 1, k]
+            a2 += v[i, k] * s[b + 2, k]
+            a3 += v[i, k] * s[b + 3, k]
         dots[b], dots[b + 1], dots[b + 2], dots[b + 3] = a0, a1, a2, a3
     for b in range(groups - groups % 4, groups):
-        dots[b] = dot(v, s[b])
+        a0 = 0.0
+        for k in range(v.shape[1]):
+            a0 += v[i, k] * s[b, k]
+        dots[b] = a0
     return dots
 
 
-@jit
+@jit_inline
 def overlap_gap(groups, grp):
     """Mean intra-group cosine (pairs i != j) minus the largest mean inter-group cosine."""
     if groups < 2:
@@ -125,7 +133,7 @@ def overlap_gap(groups, grp):
     m = grp.count
     intra, pairs, inter = 0.0, 0.0, -np.inf
     for a in range(groups):
-        dots = against_groups(grp.sums[a], grp.sums, groups, grp)
+        dots = against_groups(grp.sums, a, grp.sums, groups, grp.dots)
         intra += dots[a] - grp.square[a]
         pairs += m[a] * (m[a] - 1.0)
         for b in range(a + 1, groups):
@@ -133,7 +141,7 @@ def overlap_gap(groups, grp):
     return intra / pairs - inter
 
 
-@jit
+@jit_inline
 def silhouette_rows(x, lo, hi, groups, grp):
     """grp.silhouette[i] for the tokens lo <= i < hi (0 for a singleton), given the group
     means (group_means). Both distances 0 gives 0, as scikit-learn."""
@@ -143,8 +151,8 @@ def silhouette_rows(x, lo, hi, groups, grp):
         if a < 0:
             grp.silhouette[i] = 0.0
             continue
-        dots = against_groups(x[i], grp.means, groups, grp)
-        own = 1.0 - (m[a] * dots[a] - dot(x[i], x[i])) / (m[a] - 1.0)
+        dots = against_groups(x, i, grp.means, groups, grp.dots)
+        own = 1.0 - (m[a] * dots[a] - grp.norms[i]) / (m[a] - 1.0)
         near = -np.inf
         for b in range(groups):
             if b != a:
@@ -154,7 +162,7 @@ def silhouette_rows(x, lo, hi, groups, grp):
         grp.silhouette[i] = (other - own) / top if top > 0.0 else 0.0
 
 
-@jit
+@jit_inline
 def group_means(groups, grp):
     """grp.means[A] = s_A / m_A."""
     for a in range(groups):
@@ -163,7 +171,7 @@ def group_means(groups, grp):
             grp.means[a, k] = grp.sums[a, k] * inv
 
 
-@jit
+@jit_inline
 def silhouette(x, groups, grp):
     if groups < 2:
         return np.nan
