@@ -73,7 +73,8 @@ RES ?= results
 FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
-           $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png
+           $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
+           $(FIG)/entropy-monotone.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -86,7 +87,8 @@ figures: figure-files
 
 figure-files: $(FIGURES)
 
-$(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc: \
+$(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
+$(RES)/entropy-monotone.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -143,6 +145,15 @@ $(RES)/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
 $(FIG)/hysteresis.png: $(RES)/hysteresis.nc $(RES)/theory-kappa-c-d8-beta3.nc \
 		figures/hysteresis.py sweep/analysis/thresholds.py
 	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) $@
+
+# Whether attention entropy ever falls (docs/analysis.md): `sweep monotone` of the sweep, then
+# its sidecar figures/entropy-monotone.json and, from it, the table in docs/analysis.md.
+$(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/monotone.py
+	$(SWEEP) monotone $< --var attention_entropy -o $@ > /dev/null
+
+# the docs table is rewritten only when the real figures are made, never by check-figures
+$(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
+	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
 
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install

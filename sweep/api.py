@@ -333,6 +333,21 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
     return th
 
 
+def monotone(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
+             out: str | Path | None = None) -> xarray.Dataset:
+    """Per grid point, where `var` falls along `along` (time, or layer in a probe dataset)
+    beyond rounding: `falls`, `intervals`, `worst_fall`, `first_fall` (`sweep monotone`; out:
+    also write it). Docs: docs/analysis.md."""
+    from sweep.analysis.monotone import monotone as falls
+
+    result = falls(_dataset(ds), var, along)
+    if out is not None:
+        from sweep.core.store import write_dataset
+
+        write_dataset(result, out)
+    return result
+
+
 def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
          x: str = "beta", y: str | None = None, time: str | float | None = None,
          sel: dict[str, float | str] | None = None, lines: str | None = None, threshold=None,
@@ -357,12 +372,13 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
 # ---------------------------------------------------------------- trained transformers
 
 def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None,
-          beta: float = 1.0, cluster_eps: float = 1e-3,
-          threshold: float = 0.9) -> xarray.Dataset:
+          beta: float = 1.0, cluster_eps: float = 1e-3, threshold: float = 0.9,
+          project: int | None = None) -> xarray.Dataset:
     """A text file through a trained transformer's layers, measured by the simulations'
     observables (`sweep probe`); written to `out` (default results/probe-<text>.nc).
     model: "minilm" (`make models`) or a directory with config.json, model.safetensors and
-    tokenizer.json. Docs: docs/trained.md."""
+    tokenizer.json; project: K, every cluster observable also on each layer's tokens
+    projected on their top K principal components. Docs: docs/trained.md."""
     from sweep.core.store import write_dataset
     from sweep.trained import bert
     from sweep.trained import probe as probing
@@ -371,7 +387,8 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     if not text.is_file():
         raise ConfigError(f"{text}: no such text file")
     words = text.read_text(encoding="utf-8", errors="replace")
-    ds = probing.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text))
+    ds = probing.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text),
+                       project=project)
     write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
     return ds
 

@@ -91,7 +91,8 @@ def test_the_cli_reference_page_is_current():
 
 
 @pytest.mark.parametrize("command", ["plan", "run", "merge", "status", "submit", "compile",
-                                     "show", "threshold", "plot", "probe", "extract"])
+                                     "show", "threshold", "monotone", "plot", "probe",
+                                     "extract"])
 def test_every_command_is_documented(command):
     assert f"## `sweep {command}`" in (ROOT / "docs" / "cli.md").read_text()
 

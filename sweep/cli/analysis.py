@@ -345,3 +345,44 @@ def theory_long_context(
                              f"{float(p.output_cosine):.6g}", f"{float(p.limit):.6g}"))
     _table(["n", "rho", "gamma", "beta", "output cosine", "limit"], rows)
     _written(path)
+
+
+# ---------------------------------------------------------------- monotonicity
+
+@app.command("monotone")
+def monotone_cmd(
+        results: ResultsArg, var: VarOpt,
+        along: Annotated[str, typer.Option(
+            "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
+        = "time",
+        output: FileOut = None):
+    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall."""
+    from sweep.analysis.monotone import runs_that_fell
+
+    with user_errors():
+        result = api.monotone(results, var, along, output)
+    _print_monotone(result, runs_that_fell(result)[0])
+    if output is not None:
+        out.print(f"monotone: {output}")
+
+
+def _print_monotone(result, total: dict, rows: int = 40) -> None:
+    var, along = result.attrs["var"], result.attrs["along"]
+    dims = list(result.falls.dims)
+    flat = result.to_dataframe().reset_index().to_dict("records") if dims else [
+        {k: result[k].item() for k in result.data_vars}]
+    fell = [r for r in flat if r["falls"] > 0]
+    table = Table(title=f"where {var} fell along {along} (relative fall > "
+                        f"{result.attrs['rtol']:g})")
+    for col in dims + ["falls", "worst relative fall", f"first {along}"]:
+        table.add_column(col, justify="right")
+    for rec in fell[:rows]:
+        table.add_row(*[_summary((rec[d],)) for d in dims],
+                      f"{rec['falls']} of {rec['intervals']}", f"{rec['worst_fall']:.3g}",
+                      f"{rec['first_fall']:g}")
+    if fell:
+        out.print(table)
+    if len(fell) > rows:
+        out.print(f"... {len(fell) - rows} more row(s); -o FILE keeps them all")
+    out.print(f"{var} fell in {total['fell']} of {total['runs']} run(s)"
+              + (f", worst relative fall {total['worst_fall']:.3g}" if total["fell"] else ""))

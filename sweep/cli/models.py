@@ -31,12 +31,17 @@ def probe_cmd(text: Annotated[Path, typer.Option(
               cluster_eps: Annotated[float, typer.Option(
                   min=0.0, metavar="EPS",
                   help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+              project: Annotated[int | None, typer.Option(
+                  "--project", min=1, metavar="K", show_default=False,
+                  help="Also every cluster observable of each layer's tokens on their top K "
+                  "principal components, centred and renormalised (projected_<name>).")]
+              = None,
               threshold: Annotated[float, typer.Option(
                   min=-1.0, max=1.0, metavar="COSINE",
                   help="Cosine threshold of the coarse_* clusters.")] = 0.9):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
     with user_errors():
-        ds = api.probe(text, model, path, beta, cluster_eps, threshold)
+        ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project)
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
     for col in ("layer",) + names:

@@ -86,11 +86,25 @@ SERIES = {
     "energy": ("interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)", "1"),
     # in nats; not units = "nat", which UDUNITS reads as nano-atmospheres
     "attention_entropy": ("mean Shannon entropy of the attention rows, in nats", "1"),
+    # resolved by cluster (kernels/groups.py): clusters as above; a group is one of >= 2 tokens
+    "n_groups": ("number of clusters of at least 2 tokens (groups)", "1"),
+    "singleton_fraction": ("fraction of tokens in no group (clusters of one token)", "1"),
+    "overlap_gap": ("mean cosine over pairs within a group minus the largest mean cosine "
+                    "between two groups (NaN with fewer than 2 groups)", "1"),
+    "inter_attention": ("mean over tokens and heads of the attention weight on tokens "
+                        "outside the token's cluster", "1"),
+    "silhouette": ("mean silhouette of the tokens in groups, cosine distance 1 - <x_i, x_j>, "
+                   "groups only (NaN with fewer than 2 groups)", "1"),
 }
 OBSERVABLES = tuple(SERIES)
 N_OBS = len(OBSERVABLES)
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
+ENERGY, ENTROPY = OBSERVABLES.index("energy"), OBSERVABLES.index("attention_entropy")
+# the cluster-resolved columns, in this order (groups.resolve fills them)
+N_GROUPS, SINGLETONS, OVERLAP_GAP, INTER_ATTENTION, SILHOUETTE = (
+    OBSERVABLES.index(k) for k in ("n_groups", "singleton_fraction", "overlap_gap",
+                                   "inter_attention", "silhouette"))
 
 # a job's status in a results file (`status`)
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED, STATUS_MISSING = 0, 1, 2, -1
