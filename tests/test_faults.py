@@ -183,7 +183,7 @@ def test_output_that_is_a_directory(setup, monkeypatch):
     out.mkdir()
     computed = []
     monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
-    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    line = one_clean_line(invoke("run", path, "--out", out), 2)  # a user mistake, at plan time
     assert "is a directory" in line and not computed
 
 

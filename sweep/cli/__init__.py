@@ -17,27 +17,35 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from sweep import __version__
-from sweep.core.config import Config, ConfigError, load
+from sweep.core.config import Config, ConfigError, clip, load, output_path
 from sweep.core.store import StoreError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Phase-diagram sweeper for self-attention particle dynamics.")
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# Paths, names, config values and results attributes are user text, printed as they are:
+# neither console reads Rich markup or emoji codes, so `[b]` or `:x:` in a path stays there.
+# Styles are given as arguments (Text, style=), never written into a string.
+out = Console(highlight=False, markup=False, emoji=False)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+MESSAGE_WIDTH = 1000  # an error line quotes values shortened already; this is the backstop
 
-ConfigArg = Annotated[Path, typer.Argument(help="YAML config file.", show_default=False)]
+# readable=False: Click's own check of an unreadable file prints a five-line usage box; the
+# commands' readers report it in one line naming the file, like every other read error.
+ConfigArg = Annotated[Path, typer.Argument(help="YAML config file.", show_default=False,
+                                           readable=False)]
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", help="Override a config key by dotted path, YAML-typed: --set model.beta=2.5")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", help="Results path (default: output.path of the config).")]
+    "--out", help="Results path (default: output.path of the config).", readable=False)]
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    err.print(f"[bold red]error:[/] {escape(first)}", soft_wrap=True)  # one line, always
+    err.print(Text.assemble(("error:", "bold red"), " ", clip(first, MESSAGE_WIDTH)),
+              soft_wrap=True)  # one line, always
     return typer.Exit(code)
 
 
@@ -69,7 +77,8 @@ def _load(config: Path, sets: list[str] | None) -> Config:
 
 
 def _output(cfg: Config, path: Path | None) -> Path:
-    return Path(path) if path is not None else Path(cfg.output.path)
+    """--out if given (checked like output.path), else the config's output.path."""
+    return Path(output_path(str(path), "--out") if path is not None else cfg.output.path)
 
 
 def _summary(values: tuple) -> str:
