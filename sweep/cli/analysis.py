@@ -7,20 +7,21 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from sweep.cli import _summary, app, fail, out, user_errors
 from sweep.core.store import write_dataset
 
 
 @app.command()
-def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
+def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", readable=False)]):
     """What a results file holds: axes, variables, config, provenance."""
     from sweep.analysis.results import open_results
 
     with user_errors():
         ds = open_results(results, load=False)
     with ds:
-        out.print(f"[bold]{results}[/]  {ds.attrs.get('title', '')}")
+        out.print(Text.assemble((str(results), "bold"), "  ", str(ds.attrs.get("title", ""))))
         table = Table(title="axes")
         for col in ("dimension", "size", "values"):
             table.add_column(col)
@@ -44,19 +45,20 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
                 out.print(f"{key}: {ds.attrs[key]}")
         if "sweep_config" in ds.attrs:
             out.print("config:")
-            out.print(ds.attrs["sweep_config"].rstrip(), markup=False)
+            out.print(str(ds.attrs["sweep_config"]).rstrip())
 
 
 # ---------------------------------------------------------------- analysis: threshold, plot
 
 ResultsArg = Annotated[Path, typer.Argument(help="A results .nc file (from sweep run/merge).",
-                                            show_default=False)]
+                                            show_default=False, readable=False)]
 VarOpt = Annotated[str, typer.Option("--var", help="The variable, e.g. clustered_fraction.",
                                      show_default=False)]
 TimeOpt = Annotated[str | None, typer.Option(
     "--time", help="A saved time, final (default), all (keep time as an axis), or a "
                    "reduction over time per run: max | min | mean | plateau.")]
-FileOut = Annotated[Path | None, typer.Option("-o", "--output", help="netCDF file to write.")]
+FileOut = Annotated[Path | None, typer.Option("-o", "--output", help="netCDF file to write.",
+                                              readable=False)]
 
 
 @app.command("threshold")
@@ -116,13 +118,15 @@ def plot_cmd(
             "--lines", help="Line plot: one line per value of this axis (a few are picked).")]
         = None,
         threshold: Annotated[Path | None, typer.Option(
-            "--threshold", help="A sweep threshold file to draw with its interval.")] = None,
+            "--threshold", help="A sweep threshold file to draw with its interval.",
+            readable=False)] = None,
         theory: Annotated[Path | None, typer.Option(
-            "--theory", help="A sweep theory file to overlay (equiangular or kappa-c).")]
+            "--theory", help="A sweep theory file to overlay (equiangular or kappa-c).",
+            readable=False)]
         = None,
         output: Annotated[Path | None, typer.Option(
             "-o", "--output", help="Figure file: .png, .pdf or .svg (default: "
-                                   "figures/<results>-<var>.png).")] = None):
+                                   "figures/<results>-<var>.png).", readable=False)] = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis import plots
     from sweep.analysis.results import open_results, parse_selection

@@ -20,10 +20,11 @@ ModelOpt = Annotated[str, typer.Option(
 @app.command("probe")
 def probe_cmd(text: Annotated[Path, typer.Option(
                   "--text", help="UTF-8 text file, run as one sequence (no truncation).",
-                  show_default=False)],
+                  show_default=False, readable=False)],
               model: ModelOpt = "minilm",
               path: Annotated[Path | None, typer.Option(
-                  "-o", "--out", help="Dataset path (default: results/probe-<text>.nc).")]
+                  "-o", "--out", help="Dataset path (default: results/probe-<text>.nc).",
+                  readable=False)]
               = None,
               beta: Annotated[float, typer.Option(
                   min=0.0, help="beta of the identity-attention energy and entropy.")] = 1.0,
@@ -54,7 +55,7 @@ def probe_cmd(text: Annotated[Path, typer.Option(
 @app.command("extract")
 def extract_cmd(directory: Annotated[Path, typer.Option(
                     "-o", "--out", help="Directory for the .npy files and index.json.",
-                    show_default=False)],
+                    show_default=False, readable=False)],
                 model: ModelOpt = "minilm",
                 controls: Annotated[bool, typer.Option(
                     "--controls", help="Also write norm-matched Gaussian matrices "

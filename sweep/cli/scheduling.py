@@ -34,7 +34,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         out.print(f"missing: {indices(found.missing)}")
     for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
         for job, error in listed[:20]:
-            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}")
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")
@@ -104,11 +104,9 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             return
         array_id, merge_id = scheduler.submit(plan, cfg.hash)
     out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
-              f"{plan.logs}", markup=False)
-    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
-              markup=False)
-    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
-              markup=False)
+              f"{plan.logs}")
+    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}")
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []))
 
 
 @app.command("compile")

@@ -6,7 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -16,6 +15,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from sweep.cli import (
     ConfigArg,
@@ -129,7 +129,7 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
     available = resources.available_memory()
     resources.check(need, available)  # before any warning: a refused config prints one line
     for line in stability.warnings(jobs) if warn else ():
-        err.print(f"[yellow]warning:[/] {escape(line)}", soft_wrap=True)
+        err.print(Text.assemble(("warning:", "yellow"), " ", line), soft_wrap=True)
     fit = resources.workers_that_fit(need, available)
     if fit < need.workers:
         err.print(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "
@@ -139,7 +139,8 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
 
 
 def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunReport:
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+               MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=False) as progress:
         task = progress.add_task(cfg.name, total=None)
@@ -152,14 +153,14 @@ def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunRepor
         def job_done(job, outcome: str) -> None:
             progress.advance(task)
             if outcome.startswith("failed"):
-                progress.console.print(f"[red]job {job.index} ({job.describe()}) "
-                                       f"{escape(outcome)}", soft_wrap=True)
+                progress.console.print(f"job {job.index} ({job.describe()}) {outcome}",
+                                       style="red", soft_wrap=True)
             elif outcome == "nonfinite":
                 progress.console.print(f"job {job.index} ({job.describe()}) non-finite values "
-                                       f"(status 1){_hint(job)}", markup=False, soft_wrap=True)
+                                       f"(status 1){_hint(job)}", soft_wrap=True)
 
         def notice(message: str) -> None:
-            progress.console.print(message, markup=False, soft_wrap=True)
+            progress.console.print(message, soft_wrap=True)
 
         return run(jobs, store, positions=cfg.output.positions, workers=workers, force=force,
                    hooks=Hooks(start=start, job_done=job_done, notice=notice), keep=keep)
