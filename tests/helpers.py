@@ -170,3 +170,15 @@ def values(path):
     ds = load(path).drop_vars("wall_seconds")
     ds.attrs.pop("history")
     return ds
+
+
+def spelled_out_id(job, positions):
+    """A job's id by its definition: the stable hash of its resolved sections, seed, output
+    positions and input digests (sweep.core.grid assembles it from pieces)."""
+    from dataclasses import asdict
+
+    from sweep.core.config import stable_hash
+
+    fields = {s: asdict(getattr(job, s)) for s in ("model", "init", "integrate")}
+    files = {"files": job.digests} if job.digests else {}
+    return stable_hash({**fields, "seed": job.seed, "positions": positions, **files})

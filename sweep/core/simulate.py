@@ -15,7 +15,7 @@ import numpy as np
 
 from sweep.core import inputs, matrices, states
 from sweep.core.config import stable_hash
-from sweep.core.grid import Job
+from sweep.core.grid import Job, kinds
 from sweep.kernels.blocked import TILE, integrate_blocked, symmetric_fits
 from sweep.kernels.codes import (
     METHOD_CODES,
@@ -53,8 +53,8 @@ def start_rng(job: Job) -> np.random.Generator:
 
 def initial_state(job: Job) -> np.ndarray:
     m, init = job.model, job.init
-    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed)
-             if init.kind == "file" else None)
+    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed,
+                          job.digests.get("init.path")) if init.kind == "file" else None)
     return states.draw(init, m.n, m.d, start_rng(job), given)
 
 
@@ -62,8 +62,8 @@ def job_dynamics(job: Job) -> Dynamics:
     """The compiled model's parameters: matrices drawn or read, the noise stream keyed."""
     m = job.model
     qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
-                               job.source)
-    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source)
+                               job.source, job.digests)
+    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source, job.digests)
     noise_key = int(stable_hash({"noise": job.seed, "n": m.n, "d": m.d}), 16) >> 1  # < 2^63
     return dynamics(m.attention, m.beta, heads=m.heads, head_beta=m.head_beta, qk=qk, v=v,
                     mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
@@ -195,33 +195,48 @@ def job_flop(job: Job) -> float:
 
 
 def job_bytes(job: Job, positions: str = "none") -> int:
-    """Bytes one job holds: state, stages, scratch, series and positions. "rows" jobs
-    (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its weights); a "blocked"
-    job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
-    thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
-    is what resources.need budgets); when its weights fit (blocked.symmetric_fits), an n x n
-    matrix and a few n-vectors per tile instead. Stage buffers count as a step touches them
-    (1 for euler, 5 for rk4: pages never written take no memory). Checked against the peak
-    resident memory a job adds (docs/performance.md)."""
+    """Bytes one job holds: state, stages, scratch, series and positions (job_memory)."""
+    return sum(job_memory(job, positions).values())
+
+
+def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
+    """Bytes one job holds, by the config key that drives them: model.n (state, stages,
+    scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions.
+
+    "rows" jobs (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its
+    weights); a "blocked" job holds a [TILE, n] tile of it (and 4 n-vectors) per thread,
+    counted here for one thread (a job sharing its tiles over T threads holds less than T
+    one-thread jobs, which is what resources.need budgets); when its weights fit
+    (blocked.symmetric_fits), an n x n matrix and a few n-vectors per tile instead. Stage
+    buffers count as a step touches them (1 for euler, 5 for rk4: pages never written take
+    no memory). Checked against the peak resident memory a job adds (docs/performance.md).
+    The general kernel holds per head a beta and two scratch numbers, and with matrices the
+    [heads, d, d] score and value matrices twice (drawn or read, then copied for the kernel)
+    and [heads, n, d] keys and values."""
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
     how = strategy(job)
     stages = 5 if job.integrate.method == "rk4" else 1
-    # x, working copies, stages; the general kernel's per-head keys and values
     m = job.model
-    heads = 0 if how != "general" or m.qk == m.v == "identity" else 2 * m.heads
-    copies = {"general": 1, "rows": 2, "blocked": 3}[how] + stages + heads
+    matrices = how == "general" and not m.qk == m.v == "identity"
+    per_head = 0 if how != "general" else m.heads * (3 * 8 + (4 * d * d * 8 if matrices else 0))
+    # x, working copies, stages; the general kernel's per-head keys and values
+    copies = {"general": 1, "rows": 2, "blocked": 3}[how] + stages
     square = {"general": 0, "rows": 2 * n * n * 8, "blocked": min(TILE, n) * n * item + 4 * n * 8}
     if how == "blocked" and symmetric_fits(n, item):
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // TILE)
         square["blocked"] = n * n * item + n * d * item + 6 * tiles * n * 8 + 6 * n * 8
-    return copies * n * d * 8 + 5 * n * 8 + saves * len(OBSERVABLES) * 8 + traj + square[how]
+    return {"model.n": copies * n * d * 8 + 5 * n * 8 + square[how],
+            "model.heads": per_head + (2 * m.heads * n * d * 8 if matrices else 0),
+            "integrate.t_max": saves * len(OBSERVABLES) * 8, "output.positions": traj}
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:
-    flop = sum(job_flop(j) for j in jobs)
-    peak = max(job_bytes(j, positions) for j in jobs) / 2**20
-    seconds = sum(job_flop(j) / NOMINAL_FLOPS[strategy(j)] for j in jobs)
+    flop = peak = seconds = 0.0
+    for job, count in kinds(jobs):  # a job's cost does not depend on its seed
+        flop += count * job_flop(job)
+        peak = max(peak, job_bytes(job, positions) / 2**20)
+        seconds += count * job_flop(job) / NOMINAL_FLOPS[strategy(job)]
     return Cost(flop / 1e9, peak, seconds)
