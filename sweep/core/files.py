@@ -14,6 +14,8 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
           (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
 
@@ -46,3 +48,14 @@ def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
         if limit is not None and os.fstat(f.fileno()).st_size > limit:
             raise OSError(errno.EFBIG, f"larger than {limit} bytes", str(path))
         return f.read()
+
+
+def npy_header(f: BinaryIO) -> tuple[tuple, bool, np.dtype]:
+    """(shape, Fortran order, dtype) from an .npy stream, left at the first data byte;
+    ValueError if it is not one. Nothing is allocated from what the header claims."""
+    version = np.lib.format.read_magic(f)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0,
+               (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
+    return readers[version](f)

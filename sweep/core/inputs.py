@@ -25,11 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from sweep.core.config import ConfigError
-from sweep.core.files import open_regular
+from sweep.core.files import npy_header, open_regular
 
 HEADER_BYTES = 16384  # an .npy header is 128 bytes or a little more; numpy allows 10,000
-_VERSIONS = {(1, 0): np.lib.format.read_array_header_1_0,
-             (2, 0): np.lib.format.read_array_header_2_0}
 
 
 def resolve(text: str, source: Path | None) -> Path:
@@ -78,10 +76,7 @@ def _parse_header(f) -> tuple[tuple, bool, np.dtype]:
     if magic.startswith(b"PK"):
         raise ValueError("an .npz archive, not one .npy array")
     f.seek(0)
-    version = np.lib.format.read_magic(f)
-    if version not in _VERSIONS:
-        raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
-    shape, fortran, dtype = _VERSIONS[version](f)
+    shape, fortran, dtype = npy_header(f)
     if dtype.hasobject or dtype.kind not in "fiu":
         raise ValueError(f"dtype {dtype} is not real numbers")
     return shape, fortran, dtype

@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import glob
 import json
+import math
 import os
 import platform
 import shlex
@@ -25,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from sweep import __version__
-from sweep.core.config import Config
+from sweep.core.config import Config, clip
+from sweep.core.files import npy_header, open_regular
 from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
@@ -105,24 +107,28 @@ class Store:
         return self.dir / f"{job.id}.npz"
 
     def read(self, job: Job) -> Part | None:
-        """The job's part, None if there is none; StoreError if it is damaged or foreign."""
+        """The job's part, None if there is none; StoreError if it is damaged or foreign
+        (a part is read only as far as its headers match the job: a claimed huge shape, a
+        FIFO or a folder in its place are damaged, never read)."""
         path = self.path(job)
         try:
-            with np.load(path, allow_pickle=False) as f:
-                meta = json.loads(str(f["meta"]))
-                obs = f["observables"] if "observables" in f.files else None
-                pos = f["positions"] if "positions" in f.files else None
-                part = Part(obs, int(f["status"]), float(f["wall_seconds"]), pos, meta)
+            f = read_npz(path, part_members(job))
+            meta = json.loads(str(f["meta"]))
+            part = Part(f.get("observables"), int(f["status"]), float(f["wall_seconds"]),
+                        f.get("positions"), meta)
         except FileNotFoundError:
             return None
         except PermissionError as err:
             raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
-            raise StoreError(f"{path}: damaged result part ({err})") from None
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
+                RecursionError) as err:
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            raise StoreError(f"{path}: damaged result part ({why})") from None
         if not isinstance(meta, dict) or meta.get("job_id") != job.id:
             found = meta.get("job_id") if isinstance(meta, dict) else None
-            raise StoreError(f"{path}: foreign result part (holds job {found}, not {job.id})")
-        problem = _part_problem(part, job)
+            raise StoreError(f"{path}: foreign result part (holds job {clip(found)}, not "
+                             f"{job.id})")
+        problem = _part_problem(part)
         if problem:
             raise StoreError(f"{path}: damaged result part ({problem})")
         return part
@@ -169,6 +175,7 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
+            _set_aside(final)
             os.replace(tmp, final)
         except OSError as err:
             raise StoreError(f"{self.dir}: cannot write result part ({_reason(err)})") from None
@@ -193,6 +200,13 @@ class Store:
 
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
+
+
+def _set_aside(path: Path) -> None:
+    """A folder where a part belongs is damage a rename cannot replace: move it aside (its
+    contents kept, under a name no reader looks for) so that the part can be written."""
+    if path.is_dir() and not path.is_symlink():
+        os.rename(path, path.with_name(f"{path.name}.{owner_tag()}.damaged"))
 
 
 def _discard(path: Path) -> None:
@@ -220,19 +234,53 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def _part_problem(part: Part, job: Job) -> str:
-    """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
+def _part_problem(part: Part) -> str:
+    """Why a part whose arrays have the job's shapes cannot be its result, or ''."""
     if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
-    want = (job.integrate.n_saves, len(OBSERVABLES))
-    if not part.failed and (part.observables is None or part.observables.shape != want):
-        got = None if part.observables is None else part.observables.shape
-        return f"observables of shape {got}, expected {want}"
-    pos = part.positions
-    if pos is not None and (pos.ndim not in (2, 3) or pos.shape[-2:] != (job.model.n,
-                                                                          job.model.d)):
-        return f"positions of shape {pos.shape}"
+    if not part.failed and part.observables is None:
+        return "no observables"
     return ""
+
+
+MAX_META_BYTES = 2**20  # a part's meta is its job's parameters and at most an error message
+
+
+def part_members(job: Job) -> dict[str, tuple[str, list[tuple]]]:
+    """What each array of a job's part may be: (dtype kinds, shapes)."""
+    saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
+    return {"meta": ("U", [()]), "status": ("iu", [()]), "wall_seconds": ("f", [()]),
+            "observables": ("f", [(saves, len(OBSERVABLES))]),
+            "positions": ("f", [(n, d), (saves, n, d)])}
+
+
+def read_npz(path: Path, members: dict[str, tuple[str, list[tuple]]]) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by np.savez, each header checked against `members`
+    {name: (dtype kinds, shapes)} before its data is read (others are skipped); ValueError
+    saying what is wrong. A regular file only (files.open_regular)."""
+    arrays = {}
+    with open_regular(path) as f, zipfile.ZipFile(f) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if name not in members:
+                continue
+            kinds, shapes = members[name]
+            with archive.open(info) as member:
+                shape, fortran, dtype = npy_header(member)
+                if dtype.hasobject or dtype.kind not in kinds:
+                    raise ValueError(f"{name} of dtype {dtype}")
+                if shape not in shapes:
+                    raise ValueError(f"{name} of shape {shape}, expected "
+                                     + " or ".join(str(s) for s in shapes))
+                count = math.prod(shape)
+                if name == "meta" and count * dtype.itemsize > MAX_META_BYTES:
+                    raise ValueError(f"meta of {count * dtype.itemsize} bytes")
+                data = member.read(count * dtype.itemsize)
+            if len(data) < count * dtype.itemsize:
+                raise ValueError(f"{name} cut short")
+            array = np.frombuffer(data, dtype, count).reshape(shape, order="F" if fortran else "C")
+            arrays[name] = array
+    return arrays
 
 
 # ---------------------------------------------------------------- merge
