@@ -46,6 +46,9 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
     axes = [x] if y is None else [x, y]
+    if y is not None and results.axis_dim(ds, x) == results.axis_dim(ds, y):
+        raise ConfigError(f"--y {y}: runs along the same dimension as --x {x}; a heatmap "
+                          "needs two different axes")
     mean, sem, seeds = results.frame(ds, var, axes, time, selection)
     if y is None:
         series = series or _leftover(mean, axes, first=True)

@@ -26,10 +26,11 @@ from sweep.core.store import StoreError
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Phase-diagram sweeper for self-attention particle dynamics.")
 # Paths, names, config values and results attributes are user text, printed as they are:
-# neither console reads Rich markup or emoji codes, so `[b]` or `:x:` in a path stays there.
-# Styles are given as arguments (Text, style=), never written into a string.
-out = Console(highlight=False, markup=False, emoji=False)
-err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+# neither console reads Rich markup or emoji codes, so `[b]` or `:x:` in a path stays there,
+# and a line is never broken to the terminal's width (a path stays whole for copy and
+# paste; tables still fit the width). Styles are given as arguments (Text, style=).
+out = Console(highlight=False, markup=False, emoji=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 MESSAGE_WIDTH = 1000  # an error line quotes values shortened already; this is the backstop
 
 # readable=False: Click's own check of an unreadable file prints a five-line usage box; the
@@ -44,8 +45,7 @@ OutOpt = Annotated[Path | None, typer.Option(
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    err.print(Text.assemble(("error:", "bold red"), " ", clip(first, MESSAGE_WIDTH)),
-              soft_wrap=True)  # one line, always
+    err.print(Text.assemble(("error:", "bold red"), " ", clip(first, MESSAGE_WIDTH)))
     return typer.Exit(code)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -76,6 +77,9 @@ def threshold_cmd(
     from sweep.analysis.results import open_results
     from sweep.analysis.thresholds import threshold as locate
 
+    if output is not None and _same_file(output, results):
+        raise fail(f"-o {output}: is the results file being read; write the threshold to "
+                   "another file")
     with user_errors():
         ds = open_results(results)
         th = locate(ds, var, along, level, time, bootstrap, seed, direction)
@@ -136,9 +140,19 @@ def plot_cmd(
         extra = {k: open_results(p) for k, p in
                  (("threshold", threshold), ("theory", theory)) if p is not None}
         path = output or Path("figures") / f"{results.stem}-{var}.png"
-        done = plots.plot(ds, var, path, x=x, y=y, time=time,
-                          selection=parse_selection(sel), series=lines, **extra)
+        try:
+            done = plots.plot(ds, var, path, x=x, y=y, time=time,
+                              selection=parse_selection(sel), series=lines, **extra)
+        except OSError as err:
+            raise fail(f"{path}: cannot write the figure ({err.strerror or err})", 1) from None
     out.print(f"figure: {done}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or a.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------- theory

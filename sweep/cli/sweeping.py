@@ -33,7 +33,7 @@ from sweep.core.config import Config
 from sweep.core.grid import axes, expand, shard
 from sweep.core.runner import Hooks, Interrupted, RunReport, run
 from sweep.core.simulate import estimate
-from sweep.core.store import Store, merge, write_dataset
+from sweep.core.store import Store, check_replaceable, merge, write_dataset
 from sweep.scheduling import shards
 from sweep.scheduling import status as parts
 from sweep.scheduling.signals import stop_on_signals
@@ -80,7 +80,8 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                 "--workers", min=1, help="Jobs run at once (default: the CPUs this task was "
                 "given).")] = None,
             force: Annotated[bool, typer.Option(
-                "--force", help="Recompute jobs that are already complete.")] = False,
+                "--force", help="Recompute jobs that are already complete, and replace an "
+                "output that holds another config's results.")] = False,
             failed_only: Annotated[bool, typer.Option(
                 "--only-failed", help="Retry only the jobs that failed (writes parts only).")]
             = False):
@@ -103,6 +104,8 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             err.print(f"shard {part.index} of {part.count} (from {part.source}): "
                       f"{len(todo)} of {len(jobs)} job(s)")
         merged = part is None and not failed_only
+        if merged:
+            check_replaceable(store.output, cfg, jobs, force)
         workers = _preflight(cfg, todo, workers or shards.task_cpus(), merged=merged)
         try:
             report = _run_with_progress(todo, store, cfg, workers, force, keep=merged)
@@ -115,7 +118,7 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             finished = f"{e.report.completed} job(s) finished this run and are kept" if \
                 isinstance(e, Interrupted) else "finished jobs are kept"
             err.print(f"stopped by {received.name}: {finished} in {store.dir}; nothing partial "
-                      "was written; run the same command again to resume.", soft_wrap=True)
+                      "was written; run the same command again to resume.")
             raise typer.Exit(received.exit_code) from None
     if report.failed:
         raise typer.Exit(1)
@@ -129,12 +132,11 @@ def _preflight(cfg: Config, jobs, workers: int, merged: bool, warn: bool = True)
     available = resources.available_memory()
     resources.check(need, available)  # before any warning: a refused config prints one line
     for line in stability.warnings(jobs) if warn else ():
-        err.print(Text.assemble(("warning:", "yellow"), " ", line), soft_wrap=True)
+        err.print(Text.assemble(("warning:", "yellow"), " ", line))
     fit = resources.workers_that_fit(need, available)
     if fit < need.workers:
         err.print(f"memory: running {fit} job(s) at once, not {need.workers}: each needs "
-                  f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB available",
-                  soft_wrap=True)
+                  f"{need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} GiB available")
     return fit
 
 
@@ -154,13 +156,13 @@ def _run_with_progress(jobs, store, cfg, workers, force, keep=False) -> RunRepor
             progress.advance(task)
             if outcome.startswith("failed"):
                 progress.console.print(f"job {job.index} ({job.describe()}) {outcome}",
-                                       style="red", soft_wrap=True)
+                                       style="red")
             elif outcome == "nonfinite":
                 progress.console.print(f"job {job.index} ({job.describe()}) non-finite values "
-                                       f"(status 1){_hint(job)}", soft_wrap=True)
+                                       f"(status 1){_hint(job)}")
 
         def notice(message: str) -> None:
-            progress.console.print(message, soft_wrap=True)
+            progress.console.print(message)
 
         return run(jobs, store, positions=cfg.output.positions, workers=workers, force=force,
                    hooks=Hooks(start=start, job_done=job_done, notice=notice), keep=keep)
@@ -186,12 +188,16 @@ def _print_report(report: RunReport, store: Store) -> None:
 def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
+              = False,
+              force: Annotated[bool, typer.Option(
+                  "--force", help="Replace an output that holds another config's results.")]
               = False):
     """Assemble all completed jobs into one dataset."""
     with user_errors(), stop_on_signals() as received:
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
         jobs = expand(cfg)
+        check_replaceable(store.output, cfg, jobs, force)
         parts.check_not_edited(jobs, store)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
         try:
@@ -199,5 +205,5 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
             out.print(f"results: {write_dataset(ds, store.output)}")
         except KeyboardInterrupt:
             err.print(f"stopped by {received.name}: {store.output} was not written; the parts "
-                      "are untouched.", soft_wrap=True)
+                      "are untouched.")
             raise typer.Exit(received.exit_code) from None

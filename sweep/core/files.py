@@ -9,8 +9,10 @@ here, without blocking, and refused unless it is a regular file.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
+import zipfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -59,3 +61,35 @@ def npy_header(f: BinaryIO) -> tuple[tuple, bool, np.dtype]:
     if version not in readers:
         raise ValueError(f".npy format version {version[0]}.{version[1]} is not supported")
     return readers[version](f)
+
+
+MAX_TEXT_BYTES = 2**20  # a text array (a part's meta) holds parameters and an error message
+
+
+def read_npz(path: Path, members: dict[str, tuple[str, list[tuple]]]) -> dict[str, np.ndarray]:
+    """The arrays of an .npz written by np.savez, each header checked against `members`
+    {name: (dtype kinds, shapes)} before its data is read (others are skipped); ValueError
+    saying what is wrong. A regular file only (open_regular)."""
+    arrays = {}
+    with open_regular(path) as f, zipfile.ZipFile(f) as archive:
+        for info in archive.infolist():
+            name = info.filename.removesuffix(".npy")
+            if name not in members:
+                continue
+            kinds, shapes = members[name]
+            with archive.open(info) as member:
+                shape, fortran, dtype = npy_header(member)
+                if dtype.hasobject or dtype.kind not in kinds:
+                    raise ValueError(f"{name} of dtype {dtype}")
+                if shape not in shapes:
+                    raise ValueError(f"{name} of shape {shape}, expected "
+                                     + " or ".join(str(s) for s in shapes))
+                count = math.prod(shape)
+                if dtype.kind in "US" and count * dtype.itemsize > MAX_TEXT_BYTES:
+                    raise ValueError(f"{name} of {count * dtype.itemsize} bytes of text")
+                data = member.read(count * dtype.itemsize)
+            if len(data) < count * dtype.itemsize:
+                raise ValueError(f"{name} cut short")
+            order = "F" if fortran else "C"
+            arrays[name] = np.frombuffer(data, dtype, count).reshape(shape, order=order)
+    return arrays

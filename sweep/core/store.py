@@ -11,11 +11,11 @@ import contextlib
 import datetime as _dt
 import glob
 import json
-import math
 import os
 import platform
 import shlex
 import shutil
+import stat
 import sys
 import time
 import zipfile
@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from sweep import __version__
-from sweep.core.config import Config, clip
-from sweep.core.files import npy_header, open_regular
+from sweep.core.config import Config, ConfigError, clip
+from sweep.core.files import read_npz
 from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
@@ -243,44 +244,12 @@ def _part_problem(part: Part) -> str:
     return ""
 
 
-MAX_META_BYTES = 2**20  # a part's meta is its job's parameters and at most an error message
-
-
 def part_members(job: Job) -> dict[str, tuple[str, list[tuple]]]:
     """What each array of a job's part may be: (dtype kinds, shapes)."""
     saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
     return {"meta": ("U", [()]), "status": ("iu", [()]), "wall_seconds": ("f", [()]),
             "observables": ("f", [(saves, len(OBSERVABLES))]),
             "positions": ("f", [(n, d), (saves, n, d)])}
-
-
-def read_npz(path: Path, members: dict[str, tuple[str, list[tuple]]]) -> dict[str, np.ndarray]:
-    """The arrays of an .npz written by np.savez, each header checked against `members`
-    {name: (dtype kinds, shapes)} before its data is read (others are skipped); ValueError
-    saying what is wrong. A regular file only (files.open_regular)."""
-    arrays = {}
-    with open_regular(path) as f, zipfile.ZipFile(f) as archive:
-        for info in archive.infolist():
-            name = info.filename.removesuffix(".npy")
-            if name not in members:
-                continue
-            kinds, shapes = members[name]
-            with archive.open(info) as member:
-                shape, fortran, dtype = npy_header(member)
-                if dtype.hasobject or dtype.kind not in kinds:
-                    raise ValueError(f"{name} of dtype {dtype}")
-                if shape not in shapes:
-                    raise ValueError(f"{name} of shape {shape}, expected "
-                                     + " or ".join(str(s) for s in shapes))
-                count = math.prod(shape)
-                if name == "meta" and count * dtype.itemsize > MAX_META_BYTES:
-                    raise ValueError(f"meta of {count * dtype.itemsize} bytes")
-                data = member.read(count * dtype.itemsize)
-            if len(data) < count * dtype.itemsize:
-                raise ValueError(f"{name} cut short")
-            array = np.frombuffer(data, dtype, count).reshape(shape, order="F" if fortran else "C")
-            arrays[name] = array
-    return arrays
 
 
 # ---------------------------------------------------------------- merge
@@ -415,6 +384,52 @@ def environment(title: str, command: str | None = None) -> dict:
     }
 
 
+def check_replaceable(path: str | Path, config: Config, jobs, force: bool = False) -> None:
+    """ConfigError unless the results file at `path` may be replaced by this config's: it is
+    absent, or this config's, or holds only jobs of this one (an extended grid), or force.
+    Two configs, or two --set variants, given one output must not silently replace each
+    other's dataset."""
+    path = Path(path)
+    if force or not os.path.lexists(path):
+        return
+    found, text = written_by(path)
+    if found == config.hash or text is not None and _jobs_within(text, config, jobs):
+        return
+    what = (f"holds the results of another config (hash {clip(found, 40)})" if found else
+            "exists and is not a sweep results file")
+    raise ConfigError(f"{path}: {what}, not of this one (hash {config.hash}); give this "
+                      "config its own file with --out (or output.path), or replace it with "
+                      "--force")
+
+
+def written_by(path: Path) -> tuple[str | None, str | None]:
+    """(sweep_config_hash, sweep_config) of a results file; Nones if it is not one."""
+    import netCDF4
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None, None
+        with netCDF4.Dataset(path) as ds:
+            found = [getattr(ds, k, None) for k in ("sweep_config_hash", "sweep_config")]
+    except (OSError, RuntimeError, ValueError):
+        return None, None
+    return tuple(v if isinstance(v, str) else None for v in found)
+
+
+def _jobs_within(text: str, config: Config, jobs) -> bool:
+    """Whether every job of the config `text` (YAML, as results store it) is one of `jobs`:
+    its dataset is then a part of the one that replaces it (input files resolve as for
+    `config`)."""
+    from sweep.core.config import from_dict, parse_yaml
+    from sweep.core.grid import expand
+
+    try:
+        ids = {job.id for job in jobs}
+        return all(job.id in ids for job in expand(from_dict(parse_yaml(text), config.source)))
+    except (ConfigError, yaml.YAMLError, TypeError, AttributeError):
+        return False
+
+
 def write_dataset(ds, path: str | Path) -> Path:
     """Write netCDF4 atomically (temporary file, then rename); StoreError names the file."""
     path = Path(path)
@@ -424,6 +439,10 @@ def write_dataset(ds, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
+        tmp.open("wb").close()  # a folder we may not write says so here, with its errno
+    except OSError as err:
+        raise StoreError(f"{path}: cannot write results ({_reason(err)})") from None
+    try:
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.core.config import clip
+from sweep.core.files import read_npz
 from sweep.core.grid import Job
-from sweep.core.store import Store, StoreError, read_npz
+from sweep.core.store import Store, StoreError
 
 
 @dataclass
