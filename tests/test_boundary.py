@@ -1,6 +1,11 @@
 """The command line's edge: user text printed as it is, outputs that cannot be written or
 would replace an input, and every refusal one line on stderr with the SPEC's exit code."""
 
+import signal
+import subprocess
+import sys
+import time
+
 import netCDF4
 import pytest
 import yaml
@@ -87,3 +92,19 @@ def test_an_endless_message_is_cut_to_one_bounded_line(tmp_path):
     result = invoke("plan", path, "--set", f"{'k' * 100_000}=1")
     line = one_line(result, 2)
     assert len(line) < 200 and line.startswith("error: ")
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.25, 0.4, 0.55, 0.7])
+def test_ctrl_c_while_the_command_starts_is_exit_130_in_one_line(tmp_path, delay):
+    """The first ~0.7 s of a command import Typer, Rich, NumPy and Numba; an interrupt then
+    is caught by the entry point (sweep.__main__) before any of them is imported. (Python's
+    own start, its first few 10 ms, is out of reach: a signal there is Python's.)"""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(CFG))
+    command = [sys.executable, "-c", "from sweep.__main__ import main; main()", "plan", path]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 130 and err.strip() == "interrupted" or proc.returncode == 0

@@ -197,8 +197,8 @@ def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         cfg = _load(config, sets)
         store = Store(_output(cfg, path), cfg.hash)
         jobs = expand(cfg)
-        check_replaceable(store.output, cfg, jobs, force)
         parts.check_not_edited(jobs, store)
+        check_replaceable(store.output, cfg, jobs, force)
         _preflight(cfg, jobs, 1, merged=True, warn=False)
         try:
             ds = merge(cfg, jobs, store, allow_missing=allow_missing)
