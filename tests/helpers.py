@@ -118,7 +118,10 @@ def tiny_model_dir(path, heads=2, **shape):
     special = [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
                {"Sequence": {"id": "A", "type_id": 0}},
                {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]
+    added = [{"id": TINY_VOCAB.index(t), "content": t, "special": True, "normalized": False}
+             for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]")]
     tok = {"truncation": {"max_length": 4}, "padding": {"strategy": {"Fixed": 12}},
+           "added_tokens": added,
            "normalizer": {"type": "BertNormalizer", "clean_text": True,
                           "handle_chinese_chars": True, "strip_accents": None,
                           "lowercase": True},

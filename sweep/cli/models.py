@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from sweep.cli import app, fail, out, user_errors
+from sweep.core.files import read_bytes
 from sweep.core.store import write_dataset
 
 ModelOpt = Annotated[str, typer.Option(
@@ -38,8 +39,11 @@ def probe_cmd(text: Annotated[Path, typer.Option(
 
     if not text.is_file():
         raise fail(f"{text}: no such text file")
+    try:
+        words = read_bytes(text).decode("utf-8", errors="replace")
+    except OSError as err:
+        raise fail(f"{text}: cannot read ({err.strerror or err})") from None
     with user_errors():
-        words = text.read_text(encoding="utf-8", errors="replace")
         ds = probe.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text))
         target = write_dataset(ds, path or Path("results") / f"probe-{text.stem}.nc")
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
