@@ -46,7 +46,8 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
     axes = [x] if y is None else [x, y]
-    if y is not None and results.axis_dim(ds, x) == results.axis_dim(ds, y):
+    da = results.variable(ds, var)
+    if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
         raise ConfigError(f"--y {y}: runs along the same dimension as --x {x}; a heatmap "
                           "needs two different axes")
     mean, sem, seeds = results.frame(ds, var, axes, time, selection)

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import reprlib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -323,16 +324,26 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+MAX_NESTING = 100  # a config nests a few levels; PyYAML's scanner is quadratic in depth
+
+
 class _TooDeep(yaml.YAMLError):
-    problem, problem_mark = "nested too deeply (over about 1,000 levels)", None
+    problem, problem_mark = f"nested too deeply (over {MAX_NESTING} levels)", None
 
 
 def parse_yaml(text: str) -> Any:
     """YAML (or JSON) text -> plain data; a SafeLoader, so it builds no objects.
-    yaml.YAMLError on malformed text, including text nested too deeply to parse."""
+    yaml.YAMLError on malformed text, including text nested too deeply to parse: brackets
+    are counted first (2,000 levels took PyYAML 2 s to refuse by RecursionError)."""
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", text):
+        depth = depth + 1 if bracket in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise _TooDeep()
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)
-    except RecursionError:
+    except RecursionError:  # deep by indentation
         raise _TooDeep() from None
 
 

@@ -26,6 +26,7 @@ from sweep.core.config import (
     ConfigError,
     check_job,
     check_value,
+    clip,
     digest,
     field_rule,
     make_rule,
@@ -80,14 +81,14 @@ def resolve(name: str, where: str) -> tuple[str | None, str]:
         section, _, key = name.partition(".")
         if section in SECTIONS and key in _keys(section):
             return section, key
-        raise ConfigError(f"{where}: {name!r} is not a sweepable key")
+        raise ConfigError(f"{where}: {show(name)} is not a sweepable key")
     owners = [s for s in SECTIONS if name in _keys(s)]
     if len(owners) == 1:
         return owners[0], name
     if owners:
-        raise ConfigError(f"{where}: {name!r} is ambiguous, write one of "
+        raise ConfigError(f"{where}: {show(name)} is ambiguous, write one of "
                           + ", ".join(f"{s}.{name}" for s in owners))
-    raise ConfigError(f"{where}: unknown axis {name!r} (a key of model, init or integrate, "
+    raise ConfigError(f"{where}: unknown axis {show(name)} (a key of model, init or integrate, "
                       "or seed)")
 
 
@@ -128,7 +129,7 @@ def axis_values(spec: Any, where: str) -> tuple[list, bool]:
                                   "values a grid may hold")
             values = list(range(*args))
             if not values:
-                raise ConfigError(f"{where}.range: {args!r} is empty")
+                raise ConfigError(f"{where}.range: {show(args)} is empty")
             return values, False
     raise ConfigError(f"{where}: expected a list, or one of {{linspace|logspace|range: [...]}},"
                       f" got {show(spec)}")
@@ -158,11 +159,12 @@ def _zip_axis(group: Any, where: str) -> Axis:
         raise ConfigError(f"{where}: expected a mapping of axes that vary together")
     keys, sections, values, log = [], [], [], False
     for name, spec in group.items():
-        section, key = resolve(str(name), f"{where}.{name}")
-        vals, is_log = axis_values(spec, f"{where}.{name}")
-        vals = _checked(section, key, vals, f"{where}.{name}", distinct=False)
+        at = f"{where}.{clip(name)}"
+        section, key = resolve(str(name), at)
+        vals, is_log = axis_values(spec, at)
+        vals = _checked(section, key, vals, at, distinct=False)
         if values and len(vals) != len(values[0]):
-            raise ConfigError(f"{where}.{name}: has {len(vals)} values, but "
+            raise ConfigError(f"{at}: has {len(vals)} values, but "
                               f"{keys[0]} has {len(values[0])}")
         log = log or (is_log and not keys)
         keys.append(key)
@@ -185,10 +187,10 @@ def axes(config: Config) -> list[Axis]:
                 raise ConfigError("grid.zip: expected a list of groups")
             out += [_zip_axis(g, f"grid.zip[{i}]") for i, g in enumerate(spec)]
             continue
-        section, key = resolve(name, f"grid.{name}")
-        vals, log = axis_values(spec, f"grid.{name}")
-        out.append(Axis((key,), (section,), (_checked(section, key, vals, f"grid.{name}"),),
-                        log))
+        at = f"grid.{clip(name)}"
+        section, key = resolve(name, at)
+        vals, log = axis_values(spec, at)
+        out.append(Axis((key,), (section,), (_checked(section, key, vals, at),), log))
     seen: set[str] = set()
     for axis in out:
         for key in axis.keys:

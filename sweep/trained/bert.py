@@ -61,7 +61,8 @@ def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
 def _tensor(raw: bytes, base: int, name: str, info) -> np.ndarray:
     """One header entry's array; ValueError naming the tensor if the entry does not fit."""
     what = f"tensor {clip(name)}"
-    if not isinstance(info, dict) or info.get("dtype") not in _DTYPES:
+    if not isinstance(info, dict) or not isinstance(info.get("dtype"), str) \
+            or info["dtype"] not in _DTYPES:
         raise ValueError(f"{what}: no dtype of {', '.join(_DTYPES)}")
     shape, offsets = info.get("shape"), info.get("data_offsets")
     if not _ints(shape) or not _ints(offsets) or len(offsets) != 2:
