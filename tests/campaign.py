@@ -142,16 +142,15 @@ def _raw_text(rng: random.Random, text: str) -> bytes:
     return text.replace("name: c", "name: \"[/b] c\"").encode()
 
 
-def _special(rng: random.Random, folder: Path) -> Path:
-    """A config path that is not a readable file: a FIFO, a device, a folder, nothing."""
-    path = folder / "c.yaml"
-    kind = rng.randrange(4)
-    if kind == 0:
-        os.mkfifo(path)
-    elif kind == 1:
-        path.symlink_to("/dev/zero")
-    elif kind == 2:
-        path.mkdir()
+NOT_FILES = (os.mkfifo, lambda p: p.symlink_to("/dev/zero"), Path.mkdir)
+
+
+def not_a_file(rng: random.Random, path: Path) -> Path:
+    """path made a FIFO (a reader waits forever), a link to /dev/zero (never ends) or a
+    folder, in place of a file."""
+    if os.path.lexists(path):
+        path.unlink()
+    rng.choice(NOT_FILES)(path)
     return path
 
 
@@ -169,8 +168,8 @@ def config_case(rng: random.Random) -> Callable:
             path.write_text(yaml.safe_dump(raw, allow_unicode=True))
         elif kind < 0.92:
             path.write_bytes(_raw_text(rng, yaml.safe_dump(raw)))
-        else:
-            path = _special(rng, folder)
+        elif kind < 0.97:
+            not_a_file(rng, path)
         return [*command[:1], path, *command[1:]], None
     return make
 
@@ -239,13 +238,9 @@ def _bad_array(rng: random.Random, good: np.ndarray, path: Path) -> None:
                                                 np.array([object()] * good.size), good[0],
                                                 np.full(good.shape, np.nan), good.T.copy(),
                                                 np.zeros((0,) + good.shape)])))
-    elif kind == 6:
-        os.mkfifo(path)
-    elif kind == 7:
-        path.symlink_to("/dev/zero")
-    elif kind == 8:
-        path.mkdir()
-    elif kind == 9:
+    elif kind in (6, 7):
+        not_a_file(rng, path)
+    elif kind in (8, 9):
         path.write_bytes(b"")
     elif kind == 10:
         path.write_bytes(_npy_bytes(good.astype(">f4")))  # valid: another byte order
@@ -312,15 +307,8 @@ def _damage_part(rng: random.Random, path: Path, other: Path) -> None:
         _rewrite_member(path, member, _npy_bytes(value))
     elif kind == 4:
         _rewrite_member(path, member, None)
-    elif kind == 5:
-        path.unlink()
-        path.mkdir()
-    elif kind == 6:
-        path.unlink()
-        os.mkfifo(path)
-    elif kind == 7:
-        path.unlink()
-        path.symlink_to("/dev/zero")
+    elif kind in (5, 6, 7):
+        not_a_file(rng, path)
     elif kind == 8:
         path.write_bytes(b"")
     elif kind == 9:
@@ -356,8 +344,7 @@ def _damage_model(rng: random.Random, folder: Path) -> None:
     target = rng.choice(["model.safetensors", "config.json", "tokenizer.json"])
     path, kind = folder / target, rng.randrange(10)
     if kind == 0:
-        path.unlink()
-        rng.choice([os.mkfifo, Path.mkdir, lambda p: p.write_bytes(b"")])(path)
+        not_a_file(rng, path)
     elif kind == 1:
         data = path.read_bytes()
         path.write_bytes(data[: rng.randrange(len(data))])
@@ -423,8 +410,7 @@ def results_case(rng: random.Random, pristine: Path) -> Callable:
         elif damage == 1:
             path.write_bytes(path.read_bytes()[: rng.randrange(2000)])
         elif damage == 2:
-            path.unlink()
-            rng.choice([os.mkfifo, Path.mkdir, lambda p: p.symlink_to("/dev/zero")])(path)
+            not_a_file(rng, path)
         (folder / "file").write_text("a file")
         outs = [path, "/proc/x.nc", folder / "file" / "x.nc", folder / "o.nc", folder]
         args = [command, path]
