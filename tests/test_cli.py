@@ -188,7 +188,8 @@ def test_two_configs_never_silently_share_one_results_file(cfg_path, tmp_path):
     assert invoke("run", cfg_path, "--out", out).exit_code == 0
     first = xr.open_dataset(out).load().attrs["sweep_config_hash"]
     other = config.load(cfg_path, ["model.n=5"]).hash
-    for command in ("run", "merge"):
+    assert invoke("run", cfg_path, *variant, "--out", out, "--shard", "0/1").exit_code == 0
+    for command in ("run", "merge"):  # the variant's parts are there: only the file is shared
         result = invoke(command, cfg_path, *variant, "--out", out)
         assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
         line = result.output.strip().splitlines()[-1]

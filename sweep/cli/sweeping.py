@@ -31,9 +31,10 @@ from sweep.cli import (
 )
 from sweep.core.config import Config
 from sweep.core.grid import axes, expand, shard
+from sweep.core.outputs import check_replaceable
 from sweep.core.runner import Hooks, Interrupted, RunReport, run
 from sweep.core.simulate import estimate
-from sweep.core.store import Store, check_replaceable, merge, write_dataset
+from sweep.core.store import Store, merge, write_dataset
 from sweep.scheduling import shards
 from sweep.scheduling import status as parts
 from sweep.scheduling.signals import stop_on_signals
