@@ -1,4 +1,5 @@
-"""The `sweep` command and `python -m sweep`.
+"""The `sweep` command and `python -m sweep` (array tasks run it so, with the interpreter
+that submitted them).
 
 Ctrl-C is caught here, before anything heavy is imported: importing the command line (Typer,
 Rich, NumPy, Numba) takes most of the first second, and a KeyboardInterrupt raised while it

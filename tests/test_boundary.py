@@ -107,4 +107,7 @@ def test_ctrl_c_while_the_command_starts_is_exit_130_in_one_line(tmp_path, delay
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert "Traceback" not in err
+    if proc.returncode == -signal.SIGINT:  # it came as Python shut down: the shell says 130
+        assert not err.strip()
+        return
     assert proc.returncode == 130 and err.strip() == "interrupted" or proc.returncode == 0

@@ -20,11 +20,8 @@ from typing import Any
 import yaml
 
 from sweep.core.files import read_bytes
+from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, parse_mask
-
-
-class ConfigError(ValueError):
-    """A mistake in a config or its overrides; str() names the key or file in one line."""
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -128,6 +125,7 @@ class Config:
     output: Output
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.core.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
+    overrides: tuple[str, ...] = ()  # the KEY=VALUE applied to it (a job array repeats them)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
@@ -402,7 +400,7 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     """Read, override and validate a config file (grid values are checked by sweep.core.grid)."""
     path = Path(path)
     raw = apply_overrides(read_yaml(path), list(overrides))
-    return from_dict(raw, source=path)
+    return from_dict(raw, source=path, overrides=tuple(overrides))
 
 
 def output_path(text: str, where: str = "output.path") -> str:
@@ -420,7 +418,7 @@ def output_path(text: str, where: str = "output.path") -> str:
     return path
 
 
-def from_dict(raw: dict, source: Path | None = None) -> Config:
+def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
             raise ConfigError(f"{clip(key)}: unknown top-level key (allowed: "
@@ -439,4 +437,5 @@ def from_dict(raw: dict, source: Path | None = None) -> Config:
     grid = raw.get("grid") or {}
     if not isinstance(grid, dict):
         raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")
-    return Config(name=name, output=output, grid=grid, source=source, **sections)
+    return Config(name=name, output=output, grid=grid, source=source, overrides=overrides,
+                  **sections)

@@ -2,7 +2,7 @@
 with the same observables, and its attention matrices as files the `qk:` / `v:` keys read.
 
 Layer l's hidden states h_i (l = 0 the embeddings, l >= 1 the output of block l) become
-x_i = h_i / |h_i| on S^{d-1}, and the SPEC observables of x come from the very kernel a
+x_i = h_i / |h_i| on S^{d-1}, and the observables of x (docs/results.md) come from the very kernel a
 simulation records with (`energy` and `attention_entropy` therefore mean identity attention
 at the given beta on these positions, as in an identity-matrix simulation). Because trained
 tokens rarely reach cosine 1 - 1e-3, the dataset adds observables that still speak: clusters
@@ -75,7 +75,8 @@ def attention_entropy(w: np.ndarray) -> float:
 
 def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
                  threshold: float = 0.9) -> dict[str, np.ndarray]:
-    """name -> [layers + 1] values: the SPEC observables (eps = cluster_eps) and EXTRA."""
+    """name -> [layers + 1] values: the observables of docs/results.md (eps = cluster_eps)
+    and EXTRA."""
     x = unit(trace.hidden)
     fine = np.array([observables(xl, beta, cluster_eps) for xl in x])
     coarse = np.array([observables(xl, beta, 1.0 - threshold) for xl in x])
