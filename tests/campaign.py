@@ -216,16 +216,19 @@ def _npy_bytes(array) -> bytes:
     return buffer.getvalue()
 
 
+def cut_or_flipped(rng: random.Random, data: bytes) -> bytes:
+    """data cut short at a random byte, or with one random byte changed."""
+    at = rng.randrange(len(data))
+    return data[:at] if rng.random() < 0.5 else data[:at] + rng.randbytes(1) + data[at + 1:]
+
+
 def _bad_array(rng: random.Random, good: np.ndarray, path: Path) -> None:
     data = _npy_bytes(good)
     kind = rng.randrange(14)
-    if kind == 0:
-        path.write_bytes(data[: rng.randrange(len(data))])
-    elif kind == 1:
-        at = rng.randrange(len(data))
-        path.write_bytes(data[:at] + bytes([rng.randrange(256)]) + data[at + 1:])
+    if kind in (0, 1):
+        path.write_bytes(cut_or_flipped(rng, data))
     elif kind == 2:
-        path.write_bytes(data + os.urandom(rng.randint(1, 64)))
+        path.write_bytes(data + rng.randbytes(rng.randint(1, 64)))
     elif kind == 3:
         np.savez(path.with_suffix(".npz"), a=good)
         path.with_suffix(".npz").rename(path)
@@ -247,7 +250,7 @@ def _bad_array(rng: random.Random, good: np.ndarray, path: Path) -> None:
     elif kind == 11:
         path.write_bytes(_npy_bytes(np.asfortranarray(np.stack([good, good]))))
     else:
-        path.write_bytes(os.urandom(rng.randint(0, 300)))
+        path.write_bytes(rng.randbytes(rng.randint(0, 300)))
 
 
 def input_case(rng: random.Random) -> Callable:
@@ -286,11 +289,8 @@ def _rewrite_member(path: Path, name: str, data: bytes | None) -> None:
 def _damage_part(rng: random.Random, path: Path, other: Path) -> None:
     data, kind = path.read_bytes(), rng.randrange(12)
     member = rng.choice(["meta", "observables", "status", "wall_seconds", "positions"])
-    if kind == 0:
-        path.write_bytes(data[: rng.randrange(len(data))])
-    elif kind == 1:
-        at = rng.randrange(len(data))
-        path.write_bytes(data[:at] + bytes([rng.randrange(256)]) + data[at + 1:])
+    if kind in (0, 1):
+        path.write_bytes(cut_or_flipped(rng, data))
     elif kind == 2:
         header = {"descr": rng.choice(["<f8", "<U5", "|i1", "<c16"]), "fortran_order": False,
                   "shape": rng.choice([(10**6, 10**6), (), (3, 8), (2**62,)])}
@@ -314,7 +314,7 @@ def _damage_part(rng: random.Random, path: Path, other: Path) -> None:
     elif kind == 9:
         shutil.copyfile(other, path)
     elif kind == 10:
-        path.write_bytes(os.urandom(len(data)))
+        path.write_bytes(rng.randbytes(len(data)))
     else:
         (path.parent / f".{path.stem}.somehost.1.2.tmp").write_bytes(data[:10])  # a dead temp
 
@@ -346,8 +346,7 @@ def _damage_model(rng: random.Random, folder: Path) -> None:
     if kind == 0:
         not_a_file(rng, path)
     elif kind == 1:
-        data = path.read_bytes()
-        path.write_bytes(data[: rng.randrange(len(data))])
+        path.write_bytes(cut_or_flipped(rng, path.read_bytes()))
     elif target == "model.safetensors":
         header, data = _safetensors_header(path)
         name = rng.choice([k for k in header if k != "__metadata__"])
