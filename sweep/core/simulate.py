@@ -56,8 +56,8 @@ def start_rng(job: Job) -> np.random.Generator:
 
 def initial_state(job: Job) -> np.ndarray:
     m, init = job.model, job.init
-    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed)
-             if init.kind == "file" else None)
+    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed,
+                          job.digests.get("init.path")) if init.kind == "file" else None)
     return states.draw(init, m.n, m.d, start_rng(job), given)
 
 
@@ -65,8 +65,8 @@ def job_dynamics(job: Job) -> Dynamics:
     """The compiled model's parameters: matrices drawn or read, the noise stream keyed."""
     m = job.model
     qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
-                               job.source)
-    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source)
+                               job.source, job.digests)
+    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source, job.digests)
     noise_key = int(stable_hash({"noise": job.seed, "n": m.n, "d": m.d}), 16) >> 1  # < 2^63
     return dynamics(m.attention, m.beta, heads=m.heads, head_beta=m.head_beta, qk=qk, v=v,
                     mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
