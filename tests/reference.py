@@ -48,6 +48,29 @@ def rk4_step(x, kind, beta, dt):
     return normalize(x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
 
 
+def pooled_clustering(positions, threshold=0.999):
+    """arXiv 2312.10794's "probability of clustering": the ordered pairs i != j with
+    <x_i, x_j> > threshold, counted over every start together, over all such pairs.
+    positions: [..., starts, n, d] -> [...]."""
+    g = np.einsum("...id,...jd->...ij", positions, positions)
+    n = g.shape[-1]
+    close = (g > threshold) & ~np.eye(n, dtype=bool)
+    return close.sum(axis=(-3, -2, -1)) / (g.shape[-3] * n * (n - 1))
+
+
+def checkpoint_steps(t_max, dt, count):
+    """The step at which the reference code records each of its checkpoints
+    linspace(0, t_max, count): the first step whose accumulated clock reaches it (the clock
+    is a running float sum of dt, checked after each step)."""
+    marks, steps, clock, step = np.linspace(0.0, t_max, count), [], 0.0, 0
+    while len(steps) < count:
+        clock += dt
+        step += 1
+        while len(steps) < count and clock >= marks[len(steps)]:
+            steps.append(step)
+    return np.array(steps)
+
+
 def components(adjacency):
     """Connected component sizes of a boolean graph (depth-first search)."""
     n = adjacency.shape[0]
