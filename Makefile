@@ -95,6 +95,11 @@ figures/condensation.png: results/condensation.nc results/condensation.threshold
 figures/condensation-lines.png: results/condensation.nc sweep/analysis/plots.py
 	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@
 
+# The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
+docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \
+                       | $(VENV)/.installed
+	$(PY) benchmarks/integrators.py
+
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.
