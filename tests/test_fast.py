@@ -94,6 +94,19 @@ def test_fast_paths_match_reference(path, kind, method, n, d, beta):
 
 
 @pytest.mark.parametrize("path", ["blocked", "symmetric"])
+@pytest.mark.parametrize("method", METHODS)
+def test_unnormalized_weights_count_every_token_not_the_tile(path, method):
+    # 1/n with n the system's tokens: two row tiles (256 + 44), each row scaled alike
+    x0 = uniform(TILE + 44, 5, np.random.default_rng(9))
+    dt = 0.05 * np.exp(-2.0)
+    with threadpool_limits(1, user_api="blas"):
+        status, obs, x, _ = run(path, x0, "unnormalized", 2.0, method, dt)
+    want_obs, want_x = ref.trajectory(x0, "unnormalized", 2.0, method, dt, 3, 4, 0.05)
+    assert status == 0
+    assert_matches_reference(obs, x, want_obs, want_x)
+
+
+@pytest.mark.parametrize("path", ["blocked", "symmetric"])
 @pytest.mark.parametrize("method", ["rk4", "layer"])
 def test_blocked_does_not_depend_on_threads(path, method):
     x0 = uniform(300, 24, np.random.default_rng(1))  # two row tiles: 256 + 44

@@ -98,11 +98,11 @@ def block_sums(w, lo, hi, z):
 
 
 @jit_fast
-def finish_velocity(x, v, z, softmax, method, out):
-    """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n; v_i s_i itself for the
-    layer method."""
-    n, d = x.shape
-    for i in range(n):
+def finish_velocity(x, v, z, softmax, n, method, out):
+    """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n, n the system's token count
+    (x, v, z, out: one tile's rows); v_i s_i itself for the layer method."""
+    rows, d = x.shape
+    for i in range(rows):
         s = 1.0 / z[i] if softmax else 1.0 / n
         dot = 0.0
         for k in range(d):
@@ -158,8 +158,8 @@ class Blocked:
         g = self.gram_tile(s, k, x)
         exp_rows(g, self.beta, self.c, self.z[lo:hi])
         np.matmul(g, x, out=self.v[lo:hi])
-        finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, method,
-                        out[lo:hi])
+        finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, x.shape[0],
+                        method, out[lo:hi])
 
     def observe_tile(self, s: int, k: int, x: np.ndarray, eps: float) -> None:
         lo = self.tiles[k][0]
@@ -236,7 +236,8 @@ class Symmetric(Blocked):
         if lo > 0:
             axpy(v, v, 1.0, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))  # v += W^T x
         block_sums(self.w, lo, hi, self.z[lo:hi])
-        finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, method, out[lo:hi])
+        finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, x.shape[0], method,
+                        out[lo:hi])
 
     def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
         np.copyto(self.xt, x.T)
