@@ -94,7 +94,7 @@ def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkey
 
     cfg = config.load(cfg_path)
     jobs = expand(cfg)
-    store = Store(tmp_path / "resumed.nc", cfg.hash)
+    store = Store(cfg, tmp_path / "resumed.nc")
     real = runner.simulate
 
     def held_back(job, positions="none", stop=None, **options):
@@ -128,16 +128,32 @@ def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
     for i in range(3):
         result = invoke("run", cfg_path, "--out", parts, "--shard", f"{i}/3", "--workers", 1)
         assert result.exit_code == 0 and not parts.exists()
-    assert invoke("merge", cfg_path, "--out", parts).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={parts}").exit_code == 0
     assert_same_results(_load(whole), _load(parts))
+
+
+def test_merge_out_is_only_where_the_merged_dataset_goes(cfg_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # output.path of SMALL is results/small.nc, here
+    assert invoke("run", cfg_path, "--shard", "0/1").exit_code == 0  # parts only
+    other = tmp_path / "elsewhere" / "merged.nc"
+    result = invoke("merge", cfg_path, "--out", other)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "elsewhere" / "merged.parts").exists()
+    ds = _load(other)
+    assert (ds.status == 0).all() and not (tmp_path / "results" / "small.nc").exists()
+    status = invoke("status", cfg_path, "--out", other)
+    assert status.exit_code == 0 and f"{ds.status.size} completed, 0 missing" in status.output
+    assert f"merged dataset: {other}, of this config" in status.output
+    assert "not written yet" in invoke("status", cfg_path).output
 
 
 def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):
     out = tmp_path / "m.nc"
     invoke("run", cfg_path, "--out", out, "--shard", "0/2")
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and "6 job(s) have no result" in result.output
-    assert invoke("merge", cfg_path, "--out", out, "--allow-missing").exit_code == 0
+    allowed = invoke("merge", cfg_path, "--set", f"output.path={out}", "--allow-missing")
+    assert allowed.exit_code == 0
     ds = xr.open_dataset(out)
     assert int((ds.status == -1).sum()) == 6
     assert np.isnan(ds.order_parameter.where(ds.status == -1)).all()
@@ -179,5 +195,27 @@ def test_merge_reads_only_parts_of_this_grid(cfg_path, tmp_path):
     bigger = config.load(cfg_path, ["grid.beta=[0.0, 1.0, 4.0, 8.0]"])
     result = invoke("run", cfg_path, "--out", out, "--set", "grid.beta=[0.0, 1.0, 4.0, 8.0]")
     assert "12 job(s) already complete" in result.output  # extending a grid reuses results
-    ds = merge(cfg, expand(cfg), Store(out, cfg.hash))
+    ds = merge(Store(cfg, out))
     assert ds.sizes["beta"] == 3 and bigger.hash != cfg.hash
+
+
+def test_two_configs_never_silently_share_one_results_file(cfg_path, tmp_path):
+    out, variant = tmp_path / "shared.nc", ("--set", "model.n=5")
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0
+    first = xr.open_dataset(out).load().attrs["sweep_config_hash"]
+    other = config.load(cfg_path, ["model.n=5"]).hash
+    assert invoke("run", cfg_path, *variant, "--out", out, "--shard", "0/1").exit_code == 0
+    for command in ("run", "merge"):  # the variant's parts are there: only the file is shared
+        result = invoke(command, cfg_path, *variant, "--out", out)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+        line = result.output.strip().splitlines()[-1]
+        assert line.startswith(f"error: {out}: holds the results of another config (hash "
+                               f"{first}), not of this one (hash {other})")
+        assert "--out" in line and "--force" in line
+    assert xr.open_dataset(out).load().attrs["sweep_config_hash"] == first  # untouched
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0  # its own config: fine
+    assert invoke("run", cfg_path, *variant, "--out", out, "--force").exit_code == 0
+    assert xr.open_dataset(out).load().attrs["sweep_config_hash"] == other
+    out.with_name("notes.nc").write_text("not a results file")
+    result = invoke("merge", cfg_path, "--out", out.with_name("notes.nc"))
+    assert result.exit_code == 2 and "exists and is not a sweep results file" in result.output

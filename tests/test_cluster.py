@@ -15,7 +15,7 @@ from helpers import assert_same_results, invoke, load
 from sweep.core import config
 from sweep.core.config import ConfigError
 from sweep.core.grid import expand, shard
-from sweep.core.store import Store
+from sweep.core.store import Store, parts_dir
 from sweep.scheduling import shards, status
 
 # ---------------------------------------------------------------- shard variables
@@ -77,6 +77,26 @@ def test_workers_follow_the_task_allocation():
     assert shards.task_cpus({"NSLOTS": str(cpus + 64)}) == cpus
 
 
+@pytest.mark.parametrize("digits", ["\u00b2", "\u0663", "1_0", "\uff13", "", "2.0"])
+def test_only_ascii_digits_count_as_numbers(cfg_path, digits):
+    """str.isdigit() takes a superscript two, int() takes Arabic-Indic digits and 1_0: each
+    is a one-line error from --shard, SWEEP_SHARD, the array and the CPU-count variables."""
+    run = ("run", cfg_path)
+    cases = [(run + ("--shard", f"{digits}/4"), None), (run, {"SWEEP_SHARD": f"1/{digits}"}),
+             (run, {"PBS_ARRAY_INDEX": "1", "SWEEP_SHARDS": digits}),
+             (run, {"SLURM_ARRAY_TASK_ID": digits, "SLURM_ARRAY_TASK_MIN": "0",
+                    "SLURM_ARRAY_TASK_COUNT": "2"}),
+             (("plan", cfg_path), {"SLURM_CPUS_PER_TASK": digits}),
+             (("plan", cfg_path), {"NSLOTS": digits})]
+    for args, env in cases:
+        if not digits and env and "SWEEP_SHARD" not in env:
+            continue  # an empty variable is an unset one
+        result = invoke(*args, env=env)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), args
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+
+
 def test_array_spec():
     assert status.array_spec([5, 0, 1, 2, 8, 7]) == "0-2,5,7-8"
     assert status.array_spec([3]) == "3"
@@ -98,8 +118,8 @@ def test_shards_from_the_environment_merge_to_the_unsharded_result(cfg_path, tmp
         assert f"shard {i} of {k} (from SGE)" in result.output
         assert not out.exists()  # a task writes its parts only
         done += len(range(i, n_jobs, k))
-        assert len(list(Store(out, "").dir.glob("*.npz"))) == done
-    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+        assert len(list(parts_dir(out).glob("*.npz"))) == done
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
     assert_same_results(load(out), load(whole))
 
 
@@ -109,7 +129,7 @@ def test_more_shards_than_jobs(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     result = invoke("run", cfg_path, "--out", out, env={"SWEEP_SHARD": "8/10"})
     assert result.exit_code == 0 and "0 job(s) run" in result.output
-    assert not list(Store(out, "").dir.glob("*.npz")) and not out.exists()
+    assert not list(parts_dir(out).glob("*.npz")) and not out.exists()
 
 
 # ---------------------------------------------------------------- status, retries
@@ -118,19 +138,19 @@ def test_status_lists_missing_and_failed_and_the_shards_to_rerun(cfg_path, tmp_p
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     store.path(jobs[1]).unlink()
     store.write_failure(jobs[4], "FloatingPointError: boom", 0.1)
-    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 3)
     assert result.exit_code == 0, result.output
     assert "4 completed, 1 missing, 1 failed" in result.output
     assert "missing: 1" in result.output and "boom" in result.output
     assert "--array=1" in result.output  # jobs 1 and 4 are both in shard 1 of 3
-    result = invoke("status", cfg_path, "--out", out, "--shards", 2)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 2)
     assert "--array=0-1" in result.output
-    assert "--shards K" in invoke("status", cfg_path, "--out", out).output
+    assert "--shards K" in invoke("status", cfg_path, "--set", f"output.path={out}").output
     store.path(jobs[0]).write_bytes(store.path(jobs[2]).read_bytes()[:100])  # cut short
-    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 3)
     assert result.exit_code == 0 and "1 damaged" in result.output
     assert "damaged: job 0" in result.output and "--array=0-1" in result.output
 
@@ -139,7 +159,7 @@ def test_only_failed_retries_failed_jobs_only(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     before = load(out)
     store.path(jobs[0]).unlink()
     store.write_failure(jobs[3], "RuntimeError: node died", 0.1)
@@ -157,12 +177,12 @@ def test_merge_refuses_missing_and_foreign_parts(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     shutil.copy(store.path(jobs[2]), store.path(jobs[5]))  # job 2's part under job 5's name
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and f"holds job {jobs[2].id}, not {jobs[5].id}" in result.output
     store.path(jobs[5]).unlink()
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and "indices 5" in result.output
 
 
@@ -173,12 +193,14 @@ def test_merge_refuses_a_config_edited_after_the_run(cfg_path, tmp_path):
     edited = {**CFG, "model": {**CFG["model"], "n": 7}}
     cfg_path.write_text(yaml.safe_dump(edited, sort_keys=False))
     for extra in ((), ("--allow-missing",)):
-        result = invoke("merge", cfg_path, "--out", out, *extra)
+        result = invoke("merge", cfg_path, "--set", f"output.path={out}", *extra)
         assert result.exit_code == 1
         assert "config changed after the run" in result.output and old in result.output
-    # a grid that only shrank reuses the parts of the jobs it kept
+    # a grid that only shrank reuses the parts of the jobs it kept, into its own file or,
+    # with --force, in place of the larger grid's
     cfg_path.write_text(yaml.safe_dump({**CFG, "grid": {"beta": [1.0], "seed": [1]}}))
-    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 2
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}", "--force").exit_code == 0
     assert load(out).sizes["beta"] == 1
 
 
@@ -193,7 +215,7 @@ def test_kill_9_midway_then_resume_gives_identical_results(tmp_path):
     out = tmp_path / "killed.nc"
     cmd = [sys.executable, "-m", "sweep", "run", str(path), "--out", str(out), "--workers", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    parts = Store(out, "").dir
+    parts = parts_dir(out)
     deadline = time.monotonic() + 120
     while len(list(parts.glob("*.npz"))) < 2 and proc.poll() is None \
             and time.monotonic() < deadline:

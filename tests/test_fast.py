@@ -1,5 +1,5 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
-reference, and the choice between them in simulate."""
+reference, and the choice between them (sweep.core.kernel)."""
 
 import os
 import subprocess
@@ -15,13 +15,20 @@ from threadpoolctl import threadpool_limits
 import reference as ref
 from helpers import allocations, assert_matches_reference
 from sweep.core import config, runner, simulate
+from sweep.core import kernel as plans
 from sweep.core.grid import expand
 from sweep.core.states import uniform
 from sweep.core.store import Store
-from sweep.kernels import blocked
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
-from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
+from sweep.kernels.codes import (
+    INTER_ATTENTION,
+    METHOD_CODES,
+    N_GROUPS,
+    OBSERVABLES,
+    OVERLAP_GAP,
+    SILHOUETTE,
+)
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
@@ -138,23 +145,24 @@ def test_blocked_clusters_span_tiles_and_threads(path):
 
 def blocked_bytes(n, threads):
     work = Blocked(uniform(n, 4, np.random.default_rng(0)), 1.0, True, threads=threads)
-    return sum(a.nbytes for a in vars(work).values() if isinstance(a, np.ndarray))
+    held = [a for v in vars(work).values() for a in (v if isinstance(v, tuple) else [v])]
+    return sum(a.nbytes for a in held if isinstance(a, np.ndarray))
 
 
 def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes(monkeypatch):
     # a [TILE, n] tile of the Gram matrix per thread, never n x n (16x from n = 1000 to 4000)
-    monkeypatch.setattr(blocked, "SYMMETRIC_MAX_BYTES", 0)  # as a system too big for Symmetric
+    monkeypatch.setattr(plans, "SYMMETRIC_MAX_BYTES", 0)  # as a system too big for Symmetric
     small, large = blocked_bytes(1000, 1), blocked_bytes(4000, 1)
     assert large == pytest.approx(4 * small, rel=0.01)
     assert blocked_bytes(4000, 3) - large == pytest.approx(2 * TILE * 4000 * 8, rel=0.02)
     (job,) = jobs([1.0], n=4000, d=4)
-    assert simulate.strategy(job) == "blocked"
-    assert large <= simulate.job_bytes(job) < 1.1 * large
+    assert plans.kernel_plan(job) == plans.KernelPlan("blocked", "float64", symmetric=False)
+    assert large <= plans.job_bytes(job) < 1.1 * large
 
 
 def test_symmetric_computes_only_the_upper_tile_blocks():
     # half the Gram products and exponentials: nothing left of the diagonal blocks is written
-    n = blocked.SYMMETRIC_MIN_N + 40
+    n = plans.SYMMETRIC_MIN_N + 40
     x = uniform(n, 6, np.random.default_rng(2))
     work = Symmetric(x, 2.0, True)
     work.w[:] = np.nan
@@ -165,8 +173,8 @@ def test_symmetric_computes_only_the_upper_tile_blocks():
         assert np.isnan(work.w[lo:hi, :lo]).all()
     np.testing.assert_allclose(out, ref.velocity(x, "softmax", 2.0), rtol=0, atol=1e-13)
     (job,) = jobs([1.0], n=n, d=6)
-    assert simulate.strategy(job) == "blocked" and blocked.symmetric_fits(n, 8)
-    assert simulate.job_bytes(job) > work.w.nbytes
+    assert plans.kernel_plan(job) == plans.KernelPlan("blocked", "float64", symmetric=True)
+    assert plans.job_bytes(job) > work.w.nbytes
 
 
 def clustered(n, d, rng):
@@ -244,6 +252,7 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
 # inside functions compiled with reassoc, and a four-term sum there once compiled one way
 # fresh and another way into the cache; a warm cache (a developer's) never shows it.
 FRESH_OR_CACHED = """
+import itertools
 import sys
 import numpy as np
 from sweep.kernels.codes import OBSERVABLES
@@ -251,14 +260,19 @@ from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.rows import integrate_rows
 from sweep.core.states import uniform
 out = []
-for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
-                              (12, 4, 2, integrate_rows, {}),
-                              (300, 5, 1, integrate_blocked, {"symmetric": False}),
-                              (300, 5, 2, integrate_blocked, {"symmetric": True})):
+cases = ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
+         (12, 4, 2, integrate_rows, {}),
+         (300, 5, 1, integrate_blocked, {"symmetric": False}),
+         (300, 5, 2, integrate_blocked, {"symmetric": True}))
+for (n, d, method, run, kw), grouped in itertools.product(cases, (False, True)):
     x = uniform(n, d, np.random.default_rng(0))
+    if grouped:  # half the tokens in one group: the resolved observables' own passes run
+        x[::2] = x[0] + 1e-5 * np.random.default_rng(1).standard_normal(x[::2].shape)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
     obs = np.zeros((3, len(OBSERVABLES)))
     run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64),
         **kw)
+    assert (obs[:, OBSERVABLES.index("n_groups")] > 0).all() == grouped
     out.append(np.concatenate([x.ravel(), obs.ravel()]))
 np.save(sys.argv[1], np.concatenate(out))
 """
@@ -280,9 +294,10 @@ import json, sys
 import numpy as np
 from numba.core.runtime import rtsys
 from sweep.kernels.rows import integrate_rows
+from sweep.kernels.codes import N_OBS
 def count(method, stride):
     x = np.eye(12, 9)
-    args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, 8)), np.zeros((0, 12, 9)),
+    args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, N_OBS)), np.zeros((0, 12, 9)),
             np.zeros(1, dtype=np.int64))
     integrate_rows(*args)
     before = rtsys.get_allocation_stats().alloc
@@ -313,18 +328,20 @@ def test_stop_flag_is_polled_every_step(kernel):
                               daemon=True)
     worker.start()
     deadline = time.monotonic() + 60
-    while not np.isfinite(obs[0]).all() and time.monotonic() < deadline:
-        time.sleep(1e-3)  # save 0 is recorded: the stepping is about to begin
+    while np.isnan(obs[0, INTER_ATTENTION]) and time.monotonic() < deadline:
+        time.sleep(1e-3)  # save 0 is recorded (its last column): the stepping is about to begin
     stop[0] = 1
     worker.join(60)
     assert result == [(3, 1)]
-    assert np.isfinite(obs[0]).all() and np.isnan(obs[1]).all()
+    # all of save 0 but the two columns that need 2 groups (six scattered tokens have none)
+    assert np.isfinite(np.delete(obs[0], [OVERLAP_GAP, SILHOUETTE])).all()
+    assert obs[0, N_GROUPS] == 0 and np.isnan(obs[1]).all()
 
 
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
     # multi-threaded BLAS changes last bits (seen at this size), so a run would depend on the
     # worker count; the runner holds it to one thread whatever --workers says
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", 8)
     raw = {"name": "big", "model": {"n": 300, "d": 24, "beta": 3.0},
            "integrate": {"method": "rk4", "dt": 0.1, "t_max": 0.2, "save_every": 0.2},
            "grid": {"seed": [0, 1, 2]}}
@@ -334,7 +351,7 @@ def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
         want = [simulate.simulate(job).observables for job in jobs]
     # three jobs on two threads run side by side; one job alone shares its tiles over both
     for k, (workers, count) in enumerate([(1, 3), (2, 3), (2, 1)]):
-        store = Store(tmp_path / f"run{k}.nc", cfg.hash)
+        store = Store(cfg, tmp_path / f"run{k}.nc")
         runner.run(jobs[:count], store, workers=workers)
         for job, obs in zip(jobs[:count], want):
             np.testing.assert_array_equal(store.read(job).observables, obs)
@@ -350,7 +367,7 @@ def test_float32_tracks_float64(path, method):
     assert status == 0 and x32.dtype == np.float32
     np.testing.assert_allclose(x32, x64, atol=1e-5)
     np.testing.assert_allclose(obs32[:, :4], obs64[:, :4], atol=1e-5)
-    np.testing.assert_allclose(obs32[:, 6:], obs64[:, 6:], rtol=1e-5)
+    np.testing.assert_allclose(obs32[:, 6:8], obs64[:, 6:8], rtol=1e-5)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -380,24 +397,28 @@ def jobs(betas=(0.0, 2.0), **model):
     return expand(config.from_dict(raw))
 
 
+def strategy(job):
+    return plans.kernel_plan(job).strategy
+
+
 def test_strategy_follows_size_and_model(monkeypatch):
-    assert [simulate.strategy(j) for j in jobs()] == ["rows", "rows"]
+    assert [strategy(j) for j in jobs()] == ["rows", "rows"]
     # beyond these, the fast kernels' exponent range would clamp: the general path runs
-    assert [simulate.strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [
+    assert [strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [
         "rows", "general"]
-    assert [simulate.strategy(j) for j in jobs([1e3, 1e5])] == ["rows", "general"]
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
-    assert [simulate.strategy(j) for j in jobs()] == ["blocked", "blocked"]
+    assert [strategy(j) for j in jobs([1e3, 1e5])] == ["rows", "general"]
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", 8)
+    assert [strategy(j) for j in jobs()] == ["blocked", "blocked"]
 
 
 @pytest.mark.parametrize("min_n", [8, 10_000])
 def test_simulate_fast_equals_general_path(monkeypatch, min_n):
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", min_n)
     for job in jobs():
         fast = simulate.simulate(job, "final")
-        monkeypatch.setattr(simulate, "_use_fast_path", lambda job: False)
+        monkeypatch.setattr(plans, "fast_path_covers", lambda model, integ: False)
         general = simulate.simulate(job, "final")
         monkeypatch.undo()
-        monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+        monkeypatch.setattr(plans, "BLOCKED_MIN_N", min_n)
         np.testing.assert_allclose(fast.positions, general.positions, rtol=0, atol=1e-12)
         np.testing.assert_allclose(fast.observables, general.observables, rtol=1e-12, atol=1e-12)

@@ -9,38 +9,41 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from sweep.cli import app, fail, out, user_errors
-from sweep.core.store import write_dataset
+from sweep import api
+from sweep.cli import app, out, user_errors
 
 ModelOpt = Annotated[str, typer.Option(
-    "--model", help="minilm (all-MiniLM-L6-v2; `make models` installs it) or a directory "
-                    "with config.json, model.safetensors and tokenizer.json.")]
+    "--model", metavar="minilm|DIR", help="minilm (all-MiniLM-L6-v2; `make models` installs "
+    "it) or a directory with config.json, model.safetensors and tokenizer.json.")]
 
 
 @app.command("probe")
 def probe_cmd(text: Annotated[Path, typer.Option(
-                  "--text", help="UTF-8 text file, run as one sequence (no truncation).",
-                  show_default=False)],
+                  "--text", metavar="FILE", show_default=False,
+                  help="UTF-8 text file, run as one sequence (no truncation).",
+                  readable=False)],
               model: ModelOpt = "minilm",
               path: Annotated[Path | None, typer.Option(
-                  "-o", "--out", help="Dataset path (default: results/probe-<text>.nc).")]
+                  "-o", "--out", metavar="FILE.nc",
+                  help="Dataset path (default: results/probe-TEXT.nc).", readable=False)]
               = None,
               beta: Annotated[float, typer.Option(
-                  min=0.0, help="beta of the identity-attention energy and entropy.")] = 1.0,
+                  min=0.0, metavar="BETA",
+                  help="beta of the identity-attention energy and entropy.")] = 1.0,
               cluster_eps: Annotated[float, typer.Option(
-                  min=0.0, help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+                  min=0.0, metavar="EPS",
+                  help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+              project: Annotated[int | None, typer.Option(
+                  "--project", min=1, metavar="K", show_default=False,
+                  help="Also every cluster observable of each layer's tokens on their top K "
+                  "principal components, centred and renormalised (projected_<name>).")]
+              = None,
               threshold: Annotated[float, typer.Option(
-                  min=-1.0, max=1.0, help="Cosine threshold of the coarse_* clusters.")]
-              = 0.9):
+                  min=-1.0, max=1.0, metavar="COSINE",
+                  help="Cosine threshold of the coarse_* clusters.")] = 0.9):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
-    from sweep.trained import bert, probe
-
-    if not text.is_file():
-        raise fail(f"{text}: no such text file")
     with user_errors():
-        words = text.read_text(encoding="utf-8", errors="replace")
-        ds = probe.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text))
-        target = write_dataset(ds, path or Path("results") / f"probe-{text.stem}.nc")
+        ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project)
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
     for col in ("layer",) + names:
@@ -48,23 +51,22 @@ def probe_cmd(text: Annotated[Path, typer.Option(
     for layer in ds.layer.values:
         table.add_row(str(layer), *(f"{float(ds[n].sel(layer=layer)):.4g}" for n in names))
     out.print(table)
-    out.print(f"results: {target}")
+    target = path or Path("results") / f"probe-{text.stem}.nc"
+    out.print(f"results: {target}", markup=False, soft_wrap=True)
 
 
 @app.command("extract")
 def extract_cmd(directory: Annotated[Path, typer.Option(
-                    "-o", "--out", help="Directory for the .npy files and index.json.",
-                    show_default=False)],
+                    "-o", "--out", metavar="DIR", show_default=False,
+                    help="Directory for the .npy files and index.json.", readable=False)],
                 model: ModelOpt = "minilm",
                 controls: Annotated[bool, typer.Option(
                     "--controls", help="Also write norm-matched Gaussian matrices "
                                        "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy).")]
                 = False):
     """Each layer's attention as .npy files of shape (heads, d, d) for the `qk:` and `v:` keys."""
-    from sweep.trained import bert, probe
-
     with user_errors():
-        index = probe.extract(bert.load(model), directory, controls)
+        index = api.extract(directory, model, controls)
     out.print(f"{index['layers']} layer(s) x {index['heads']} head(s), d = {index['d']}: "
               f"layer<l>_qk.npy and layer<l>_v.npy, each {index['files'][0]['shape']}, "
-              f"in {directory} (see index.json)")
+              f"in {directory} (see index.json)", markup=False, soft_wrap=True)

@@ -2,7 +2,7 @@
 
 Near consensus every token relaxes toward the mean position: dx_i/dt ~ r (xbar - x_i) with
 r = 1 under softmax (SA) and r = e^beta under unnormalized attention (USA), so that
-1 - <x_i, x_j> decays at rate 2 r (THEORY, "Integration"). An explicit method with step dt
+1 - <x_i, x_j> decays at rate 2 r (docs/theory.md, "Integration"). An explicit method with step dt
 is stable on that decay only if dt r stays inside its stability interval: 2 for Euler, 2.785
 for classical RK4. So the stable step is 2 / r (Euler) or 2.785 / r (RK4); a larger one
 oscillates or wanders instead of converging. `dt` is never rescaled: a too-large step is
@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from sweep.core.grid import kinds
 
 STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf}
 
@@ -70,17 +72,18 @@ def job_hint(model, integ) -> str:
 def warnings(jobs) -> list[str]:
     """One line per problem and (attention, method, dt, dtype), stated for its largest beta."""
     groups: dict[tuple, list] = {}
-    for job in jobs:
+    for job, count in kinds(jobs):  # a job's steps do not depend on its seed
         model, integ = job.model, job.integrate
         hint = job_hint(model, integ)
         if hint:
             key = (hint.partition(":")[0], model.attention, integ.method, integ.dt, integ.dtype)
-            groups.setdefault(key, []).append(job)
+            groups.setdefault(key, []).append((job, count))
     lines = []
     for group in groups.values():
-        betas = [j.model.beta for j in group]
-        worst = group[betas.index(max(betas))]
+        betas = [j.model.beta for j, _ in group]
+        worst = group[betas.index(max(betas))][0]
         span = f"beta {min(betas):g} to {max(betas):g}" if len(set(betas)) > 1 else \
             f"beta {betas[0]:g}"
-        lines.append(f"{job_hint(worst.model, worst.integrate)} [{len(group)} job(s), {span}]")
+        jobs_in = sum(count for _, count in group)
+        lines.append(f"{job_hint(worst.model, worst.integrate)} [{jobs_in} job(s), {span}]")
     return lines

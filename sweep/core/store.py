@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import glob
 import json
+import math
 import os
 import platform
 import shlex
@@ -20,15 +21,20 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+import yaml
 
-from sweep import __version__
-from sweep.core.config import Config
-from sweep.core.grid import Job, axes
+from sweep._version import __version__
+from sweep.core.config import Config, clip
+from sweep.core.coords import coordinates, int32, status_flags
+from sweep.core.files import read_npz
+from sweep.core.grid import Job, axes, expand
 from sweep.core.locks import HOST, owner_tag, pid_alive
-from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
+from sweep.errors import StoreError
 from sweep.kernels.codes import (
     CLUSTERED,
     N_CLUSTERS,
@@ -41,17 +47,30 @@ from sweep.kernels.codes import (
     STATUS_OK,
 )
 
+if TYPE_CHECKING:  # the store reads and writes arrays; it never runs (or imports) a kernel
+    from sweep.core.simulate import JobResult
+
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
 
 
-class StoreError(Exception):
-    """A problem with result files; str() names the file."""
-
-
 class MissingJobs(StoreError):
+    """Jobs without a result where a merge needs them all."""
+
     def __init__(self, missing: list[Job]):
         self.missing = missing
         super().__init__(f"{len(missing)} job(s) have no result: indices {indices(missing)}")
+
+
+class JobsFailed(StoreError):
+    """Some jobs raised; their parts record the error (status 2), the rest is written.
+    failed: [(job, error message)]; dataset: the merged results (None for a shard, which
+    writes parts only), so that a script can still look at what did finish."""
+
+    def __init__(self, failed: list[tuple[Job, str]], dataset=None):
+        self.failed, self.dataset = failed, dataset
+        super().__init__(f"{len(failed)} job(s) failed: indices "
+                         f"{indices([job for job, _ in failed])}; the first: {failed[0][1]}; "
+                         "`sweep run --only-failed` retries them")
 
 
 def indices(jobs: list[Job], shown: int = 20) -> str:
@@ -94,35 +113,42 @@ def parts_dir(output: str | Path) -> Path:
 
 
 class Store:
-    """Per-job parts of one config's run, next to its output path."""
+    """Per-job parts of one config's run, next to its results file: `output`, or the
+    config's output.path. Built from the config, so that every part records the hash of the
+    config that wrote it and a merge lays the parts on that config's own axes."""
 
-    def __init__(self, output: str | Path, config_hash: str):
-        self.output = Path(output)
+    def __init__(self, config: Config, output: str | Path | None = None):
+        self.config = config
+        self.config_hash = config.hash
+        self.output = Path(config.output.path if output is None else output)
         self.dir = parts_dir(self.output)
-        self.config_hash = config_hash
 
     def path(self, job: Job) -> Path:
         return self.dir / f"{job.id}.npz"
 
     def read(self, job: Job) -> Part | None:
-        """The job's part, None if there is none; StoreError if it is damaged or foreign."""
+        """The job's part, None if there is none; StoreError if it is damaged or foreign
+        (a part is read only as far as its headers match the job: a claimed huge shape, a
+        FIFO or a folder in its place are damaged, never read)."""
         path = self.path(job)
         try:
-            with np.load(path, allow_pickle=False) as f:
-                meta = json.loads(str(f["meta"]))
-                obs = f["observables"] if "observables" in f.files else None
-                pos = f["positions"] if "positions" in f.files else None
-                part = Part(obs, int(f["status"]), float(f["wall_seconds"]), pos, meta)
+            f = read_npz(path, part_members(job))
+            meta = json.loads(str(f["meta"]))
+            part = Part(f.get("observables"), int(f["status"]), float(f["wall_seconds"]),
+                        f.get("positions"), meta)
         except FileNotFoundError:
             return None
         except PermissionError as err:
             raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
-            raise StoreError(f"{path}: damaged result part ({err})") from None
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
+                RecursionError) as err:
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            raise StoreError(f"{path}: damaged result part ({why})") from None
         if not isinstance(meta, dict) or meta.get("job_id") != job.id:
             found = meta.get("job_id") if isinstance(meta, dict) else None
-            raise StoreError(f"{path}: foreign result part (holds job {found}, not {job.id})")
-        problem = _part_problem(part, job)
+            raise StoreError(f"{path}: foreign result part (holds job {clip(found)}, not "
+                             f"{job.id})")
+        problem = _part_problem(part)
         if problem:
             raise StoreError(f"{path}: damaged result part ({problem})")
         return part
@@ -169,6 +195,7 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
+            _set_aside(final)
             os.replace(tmp, final)
         except OSError as err:
             raise StoreError(f"{self.dir}: cannot write result part ({_reason(err)})") from None
@@ -193,6 +220,13 @@ class Store:
 
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
+
+
+def _set_aside(path: Path) -> None:
+    """A folder where a part belongs is damage a rename cannot replace: move it aside (its
+    contents kept, under a name no reader looks for) so that the part can be written."""
+    if path.is_dir() and not path.is_symlink():
+        os.rename(path, path.with_name(f"{path.name}.{owner_tag()}.damaged"))
 
 
 def _discard(path: Path) -> None:
@@ -220,36 +254,44 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def _part_problem(part: Part, job: Job) -> str:
-    """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
+def _part_problem(part: Part) -> str:
+    """Why a part whose arrays have the job's shapes cannot be its result, or ''."""
     if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
-    want = (job.integrate.n_saves, len(OBSERVABLES))
-    if not part.failed and (part.observables is None or part.observables.shape != want):
-        got = None if part.observables is None else part.observables.shape
-        return f"observables of shape {got}, expected {want}"
-    pos = part.positions
-    if pos is not None and (pos.ndim not in (2, 3) or pos.shape[-2:] != (job.model.n,
-                                                                          job.model.d)):
-        return f"positions of shape {pos.shape}"
+    if not part.failed and part.observables is None:
+        return "no observables"
     return ""
+
+
+def part_members(job: Job) -> dict[str, tuple[str, list[tuple]]]:
+    """What each array of a job's part may be: (dtype kinds, shapes)."""
+    saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
+    return {"meta": ("U", [()]), "status": ("iu", [()]), "wall_seconds": ("f", [()]),
+            "observables": ("f", [(saves, len(OBSERVABLES))]),
+            "positions": ("f", [(n, d), (saves, n, d)])}
 
 
 # ---------------------------------------------------------------- merge
 
-def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = False,
+def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = False,
           command: str | None = None, known: dict[str, Part] | None = None):
     """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing.
-    known: parts already in memory by job id (RunReport.parts); the others are read."""
+    jobs: the store's config's jobs (expanded here if not given); known: parts already in
+    memory by job id (RunReport.parts); the others are read."""
     import xarray as xr
 
+    config = store.config
+    grid = axes(config)
+    dims = tuple(a.name for a in grid)
+    shape = tuple(len(a) for a in grid)
+    jobs = expand(config) if jobs is None else jobs
+    if len(jobs) != math.prod(shape):
+        raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
+                         "not this config's jobs")
     parts = read_all(jobs, store, known)
     missing = [job for job, p in zip(jobs, parts) if p is None]
     if missing and not allow_missing:
         raise MissingJobs(missing)
-    grid = axes(config)
-    dims = tuple(a.name for a in grid)
-    shape = tuple(len(a) for a in grid)
     t = _time_axis(jobs)
     series = np.full((len(jobs), t.size, len(OBSERVABLES)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
@@ -272,12 +314,13 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
                       _attrs(SERIES[name]))
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
+    data["status"][2].update(status_flags())
     positions = _positions(config, jobs, parts, dims, shape, t)
     if positions is not None:
         data["positions"] = positions
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=_coords(grid, t))
+    ds = xr.Dataset(data, coords=coordinates(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds
 
@@ -301,28 +344,27 @@ def _attrs(meta: tuple[str, str]) -> dict:
 
 
 def _times(job: Job) -> np.ndarray:
-    # rounded so that grids built from different save_every values share their common times
-    return np.round(times(job.integrate), 12)
+    """The job's save grid 0, save_every, ..., t_max, rounded so that grids built from
+    different save_every values share their common times."""
+    return np.round(np.arange(job.integrate.n_saves) * job.integrate.save_every, 12)
+
+
+def t_cluster(t: np.ndarray, clustered: np.ndarray) -> float:
+    """First recorded time with clustered fraction >= 1/2; NaN if never."""
+    hit = np.flatnonzero(clustered >= 0.5)
+    return float(t[hit[0]]) if hit.size else np.nan
+
+
+def max_clusters(n_clusters: np.ndarray) -> float:
+    """Max of the cluster count over saved times t > 0 (NaN if none is finite)."""
+    later = n_clusters[1:]
+    return float(np.nanmax(later)) if np.isfinite(later).any() else np.nan
 
 
 def _time_axis(jobs: list[Job]) -> np.ndarray:
     """The union of every job's save grid (one grid unless t_max or save_every is swept)."""
     grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
     return np.unique(np.concatenate([_times(j) for j in grids.values()]))
-
-
-def _coords(grid, t) -> dict:
-    coords = {"time": ("time", t, {"long_name": "time", "units": "1"})}
-    for axis in grid:
-        for key, vals in zip(axis.keys, axis.values):
-            attrs = {"long_name": key, "units": "1"}
-            if axis.log and key == axis.name:
-                attrs["spacing"] = "log"
-            if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
-                vals = [",".join(f"{b:g}" for b in v) if isinstance(v, tuple) else str(v)
-                        for v in vals]
-            coords[key] = (axis.name, np.asarray(vals), attrs)
-    return coords
 
 
 def _positions(config, jobs, parts, dims, shape, t):
@@ -342,14 +384,18 @@ def _positions(config, jobs, parts, dims, shape, t):
 
 def provenance(config: Config, command: str | None = None) -> dict:
     attrs = environment(f"sweep results: {config.name}", command)
-    attrs.update(sweep_config=config.to_yaml(), sweep_config_hash=config.hash)
+    # where the file is written is no part of what it holds: `run --out X` and `merge --set
+    # output.path=X` of the same parts give the same dataset
+    recorded = config.to_dict()
+    recorded["output"].pop("path")
+    attrs.update(sweep_config=yaml.safe_dump(recorded, sort_keys=False),
+                 sweep_config_hash=config.hash)
     return attrs
 
 
 def environment(title: str, command: str | None = None) -> dict:
     """The global attributes every sweep dataset carries: CF, title, history, versions."""
     import netCDF4
-    import numba
     import xarray
 
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -361,10 +407,23 @@ def environment(title: str, command: str | None = None) -> dict:
         "history": f"{now}: {command}",
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
-        "numba_version": numba.__version__,
+        "numba_version": metadata.version("numba"),  # without importing it (0.3 s)
         "xarray_version": xarray.__version__,
         "netcdf4_version": netCDF4.__version__,
     }
+
+
+def cf_ready(ds):
+    """ds as CF wants it on disk: global Conventions and history (stamped now where the
+    dataset has none, e.g. a theory curve), int32 integer coordinates, and coordinates
+    without _FillValue (a coordinate has no missing values). A shallow copy."""
+    ds = ds.copy(deep=False)
+    ds.attrs = {**environment(str(ds.attrs.get("title", "sweep dataset"))), **ds.attrs}
+    ints = {name: ds[name].astype(int32(ds[name].values).dtype) for name in ds.coords
+            if ds[name].dtype.kind in "iu"}
+    ds = ds.assign_coords(ints)
+    encoding = {name: {"_FillValue": None} for name in ds.coords}
+    return ds, encoding
 
 
 def write_dataset(ds, path: str | Path) -> Path:
@@ -376,7 +435,12 @@ def write_dataset(ds, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        tmp.open("wb").close()  # a folder we may not write says so here, with its errno
+    except OSError as err:
+        raise StoreError(f"{path}: cannot write results ({_reason(err)})") from None
+    try:
+        ds, encoding = cf_ready(ds)
+        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
         reason = _reason(err) if isinstance(err, OSError) else str(err)

@@ -17,6 +17,7 @@ from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.codes import LAYER, RK4
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
+from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.sphere import axpy, rk4_combine
 from sweep.kernels.timeloop import implement, run
 
@@ -217,7 +218,7 @@ def step_rows(xt, beta, c, softmax, method, dt, ws, z, e):
 
 class System(NamedTuple):
     """One system of the rows path: the parameters, the float64 transposed state xt: [d, n]
-    and the scratch of a step (ws, z, e) and of a save (g, rows, acc)."""
+    and the scratch of a step (ws, z, e) and of a save (g, rows, acc, parent, grp)."""
 
     xt: np.ndarray
     beta: float
@@ -232,6 +233,8 @@ class System(NamedTuple):
     g: np.ndarray
     rows: np.ndarray
     acc: np.ndarray
+    parent: np.ndarray
+    grp: Groups
 
 
 @jit_fast
@@ -256,7 +259,7 @@ def _record(system, x, obs, s):
     r = system
     gram(r.xt, r.g, 1.0, 0.0)
     weights(r.g, r.e, r.beta, r.c)
-    observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc)
+    observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
 
 
 implement(System, _advance, _record)
@@ -272,7 +275,8 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     _load(x, xt)
     system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
                     np.empty((5, d, n)), np.empty((2, n)), np.empty((n, n)), np.empty((n, n)),
-                    np.empty((n, 4)), np.empty((4, n)))
+                    np.empty((n, 6)), np.empty((4, n)), np.empty(n, dtype=np.int64),
+                    groups_scratch(n, d))
     return run(system, x, save_stride, obs, traj, stop)
 
 

@@ -4,11 +4,12 @@ another config, and the shards of a K-task array to rerun."""
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from sweep.core.config import clip
+from sweep.core.files import read_npz
 from sweep.core.grid import Job
 from sweep.core.store import Store, StoreError
 
@@ -60,9 +61,9 @@ def stray_parts(jobs: list[Job], store: Store) -> list[Path]:
 def part_config_hash(path: Path) -> str:
     """The config hash a part was written under ('?' when unreadable)."""
     try:
-        with np.load(path, allow_pickle=False) as f:
-            return str(json.loads(str(f["meta"])).get("config_hash", "?"))
-    except (OSError, ValueError, KeyError, EOFError):
+        meta = json.loads(str(read_npz(path, {"meta": ("U", [()])})["meta"]))
+        return clip(str(meta.get("config_hash", "?")), 20)
+    except (OSError, ValueError, KeyError, AttributeError, RecursionError, zipfile.BadZipFile):
         return "?"
 
 
@@ -98,3 +99,18 @@ def array_spec(shards: list[int]) -> str:
         else:
             runs.append([s, s])
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def merged_state(path: Path, config_hash: str) -> str:
+    """One line on the merged dataset at `path`: not written yet, or which config it holds."""
+    if not path.is_file():
+        return f"merged dataset: {path} not written yet (sweep merge writes it)"
+    try:
+        import netCDF4
+
+        with netCDF4.Dataset(path) as ds:
+            found = getattr(ds, "sweep_config_hash", None)
+    except OSError as err:
+        return f"merged dataset: {path} is not readable ({err})"
+    same = "this config" if found == config_hash else f"another config (hash {found})"
+    return f"merged dataset: {path}, of {same}"
