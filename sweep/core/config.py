@@ -21,7 +21,7 @@ import yaml
 
 from sweep.core.files import read_bytes
 from sweep.errors import ConfigError
-from sweep.kernels.codes import ATTENTION_CODES, parse_mask
+from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, parse_mask
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -86,7 +86,7 @@ class Init:
 
 @dataclass(frozen=True)
 class Integrate:
-    method: str = _field("euler", str, choices=("euler", "rk4"))
+    method: str = _field("euler", str, choices=tuple(METHOD_CODES))
     dt: float = _field(0.1, float, low=0.0, low_open=True)
     t_max: float = _field(30.0, float, low=0.0, low_open=True)
     save_every: float = _field(0.5, float, low=0.0, low_open=True)
@@ -285,9 +285,9 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
     if param > top:
         raise ConfigError(f"model.mask: {model.mask} is larger than n={model.n} allows "
                           f"(at most {name}:{top}){at}")
-    if model.noise > 0 and integ.method != "euler":
+    if model.noise > 0 and integ.method == "rk4":
         raise ConfigError(f"integrate.method: noise is integrated by Euler-Maruyama, "
-                          f"set method: euler (got {integ.method}){at}")
+                          f"set method: euler or layer (got {integ.method}){at}")
     if init.kind == "clusters" and init.clusters > model.n:
         raise ConfigError(f"init.clusters: {init.clusters} clusters for n={model.n} "
                           f"tokens{at}")
