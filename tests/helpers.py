@@ -185,3 +185,23 @@ def spelled_out_id(job, positions):
     fields = {s: asdict(getattr(job, s)) for s in ("model", "init", "integrate")}
     files = {"files": job.digests} if job.digests else {}
     return stable_hash({**fields, "seed": job.seed, "positions": positions, **files})
+
+
+def per_job(simulate_one):
+    """A stand-in for runner.simulate_batch that runs simulate_one(job, positions, stop,
+    kernel=...) job by job, giving a job's exception in its place as simulate_batch does
+    (Stopped ends the batch)."""
+    from sweep.core.simulate import Stopped
+
+    def simulate_batch(jobs, positions="none", stop=None, kernel=None):
+        out = []
+        for job in jobs:
+            try:
+                out.append(simulate_one(job, positions, stop, kernel=kernel))
+            except Stopped:
+                raise
+            except Exception as err:  # noqa: BLE001 - as simulate_batch reports it
+                out.append(err)
+        return out
+
+    return simulate_batch

@@ -12,8 +12,9 @@ import xarray as xr
 import yaml
 
 import sweep
-from helpers import SMALL, assert_same_results, invoke
+from helpers import SMALL, assert_same_results, invoke, per_job
 from sweep.core import runner
+from sweep.core import simulate as sim
 from sweep.core.grid import expand
 from sweep.core.store import JobsFailed, MissingJobs, Store, merge
 from sweep.errors import ConfigError, StoreError
@@ -135,14 +136,14 @@ def test_the_store_is_made_from_the_config(cfg_path, tmp_path):
 
 
 def test_failed_jobs_raise_with_the_dataset(cfg_path, tmp_path, monkeypatch):
-    real = runner.simulate
+    real = sim.simulate
 
     def fragile(job, *args, **options):
         if job.index == 4:
             raise RuntimeError("singular matrix")
         return real(job, *args, **options)
 
-    monkeypatch.setattr(runner, "simulate", fragile)
+    monkeypatch.setattr(runner, "simulate_batch", per_job(fragile))
     with pytest.raises(JobsFailed, match="1 job.* indices 4; the first: RuntimeError") as e:
         sweep.run(sweep.load(cfg_path), out=tmp_path / "r.nc")
     assert isinstance(e.value, StoreError)

@@ -8,9 +8,10 @@ import pytest
 import xarray as xr
 import yaml
 
-from helpers import assert_same_results, invoke
+from helpers import assert_same_results, invoke, per_job
 from sweep import __version__
 from sweep.core import config, runner
+from sweep.core import simulate as sim
 from sweep.core.grid import expand
 from sweep.core.simulate import Stopped
 from sweep.core.store import Store, merge
@@ -95,7 +96,7 @@ def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkey
     cfg = config.load(cfg_path)
     jobs = expand(cfg)
     store = Store(cfg, tmp_path / "resumed.nc")
-    real = runner.simulate
+    real = sim.simulate
 
     def held_back(job, positions="none", stop=None, **options):
         # jobs 5.. wait until the run is interrupted, so exactly jobs 0..4 finish first
@@ -109,7 +110,7 @@ def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkey
         if sum(store.done(j) for j in jobs) == 5:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "simulate", held_back)
+    monkeypatch.setattr(runner, "simulate_batch", per_job(held_back))
     with pytest.raises(runner.Interrupted):
         runner.run(jobs, store, workers=2, hooks=runner.Hooks(job_done=job_done))
     monkeypatch.undo()

@@ -16,8 +16,9 @@ import pytest
 import xarray as xr
 import yaml
 
-from helpers import invoke, values
+from helpers import invoke, per_job, values
 from sweep.core import config, runner
+from sweep.core import simulate as sim
 from sweep.core.grid import expand
 from sweep.core.locks import JobLocks
 from sweep.core.store import Store
@@ -168,7 +169,7 @@ def test_read_only_output_is_refused_before_any_job_runs(setup, monkeypatch):
     path, out, store, jobs = setup
     computed = []
     monkeypatch.setattr(pathlib.Path, "write_bytes", fail_with(errno.EROFS))
-    monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
+    monkeypatch.setattr(runner, "simulate_batch", lambda *a, **k: computed.append(a))
     line = one_clean_line(invoke("run", path, "--out", out), 1)
     assert "Read-only file system" in line and "res.parts" in line
     assert not computed and not temp_files(out.parent)
@@ -224,7 +225,7 @@ def test_output_that_is_a_directory(setup, monkeypatch):
     path, out, store, jobs = setup
     out.mkdir()
     computed = []
-    monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
+    monkeypatch.setattr(runner, "simulate_batch", lambda *a, **k: computed.append(a))
     line = one_clean_line(invoke("run", path, "--out", out), 2)  # a user mistake, at plan time
     assert "is a directory" in line and not computed
 
@@ -250,14 +251,14 @@ def test_blow_up_job_is_a_result_and_leaves_the_others_intact(tmp_path):
 
 def test_failed_job_is_recorded_and_the_sweep_goes_on(setup, straight, monkeypatch):
     path, out, store, jobs = setup
-    real = runner.simulate
+    real = sim.simulate
 
     def fragile(job, *args, **options):
         if job.index == 3:
             raise RuntimeError("singular matrix")
         return real(job, *args, **options)
 
-    monkeypatch.setattr(runner, "simulate", fragile)
+    monkeypatch.setattr(runner, "simulate_batch", per_job(fragile))
     result = invoke("run", path, "--out", out)
     assert result.exit_code == 1
     assert "job 3" in result.output and "RuntimeError: singular matrix" in result.output
@@ -267,6 +268,6 @@ def test_failed_job_is_recorded_and_the_sweep_goes_on(setup, straight, monkeypat
     flat = ds.order_parameter.values.reshape(6, -1)
     np.testing.assert_array_equal(flat[others],
                                   straight.order_parameter.values.reshape(6, -1)[others])
-    monkeypatch.setattr(runner, "simulate", real)
+    monkeypatch.setattr(runner, "simulate_batch", sim.simulate_batch)
     assert invoke("run", path, "--out", out).exit_code == 0  # a failed job is retried
     xr.testing.assert_identical(values(out), straight)

@@ -18,17 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def counted_reads(monkeypatch):
-    """Store.read calls that found a part, by job id."""
+    """Part files whose results were read, by name (a part holds a batch of jobs: one job
+    each at these sizes)."""
     found = collections.Counter()
-    real = Store.read
+    real = Store._load
 
-    def read(self, job):
-        part = real(self, job)
-        if part is not None:
-            found[job.id] += 1
-        return part
+    def load(self, name, header, job):
+        found[name] += 1
+        return real(self, name, header, job)
 
-    monkeypatch.setattr(Store, "read", read)
+    monkeypatch.setattr(Store, "_load", load)
     return found
 
 
@@ -49,7 +48,7 @@ def test_a_resumed_run_reads_each_finished_part_once(cfg_path, tmp_path, counted
     assert invoke("run", cfg_path, "--out", out, "--shard", "0/2").exit_code == 0
     counted_reads.clear()
     assert invoke("run", cfg_path, "--out", out).exit_code == 0
-    assert sorted(counted_reads.values()) == [1] * 3  # the shard's parts, in the triage only
+    assert sorted(counted_reads.values()) == [1] * 3  # the shard's parts, by the merge only
     assert invoke("run", cfg_path, "--out", straight).exit_code == 0
     xr.testing.assert_identical(values(out), values(straight))
 

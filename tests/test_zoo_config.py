@@ -9,6 +9,7 @@ import yaml
 from typer.testing import CliRunner
 
 import reference as ref
+from helpers import per_job
 from sweep.cli import app
 from sweep.core import config, states
 from sweep.core.grid import expand
@@ -265,7 +266,7 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
             np.save(tmp_path / "m.npy", 2 * m)
         return simulate(job, *args, **kwargs)
 
-    monkeypatch.setattr(runner, "simulate", edited_before_the_third)
+    monkeypatch.setattr(runner, "simulate_batch", per_job(edited_before_the_third))
     report = runner.run(jobs, store, workers=1)
     monkeypatch.undo()
     assert (report.completed, len(report.failed)) == (2, len(jobs) - 2)

@@ -63,33 +63,52 @@ def npy_header(f: BinaryIO) -> tuple[tuple, bool, np.dtype]:
     return readers[version](f)
 
 
-MAX_TEXT_BYTES = 2**20  # a text array (a part's meta) holds parameters and an error message
+MAX_TEXT_BYTES = 2**20  # a text array (a part's meta) holds parameters and error messages
+MAX_ROWS = 2**16  # jobs in one part file (a batch; runner.MAX_BATCH is far smaller)
 
 
-def read_npz(path: Path, members: dict[str, tuple[str, list[tuple]]]) -> dict[str, np.ndarray]:
+def _fits(shape: tuple, want: tuple) -> bool:
+    """shape matches want, where None in want stands for any length up to MAX_ROWS."""
+    return len(shape) == len(want) and all(
+        w == s if w is not None else 0 < s <= MAX_ROWS for s, w in zip(shape, want))
+
+
+def read_npz(path: Path, members: dict[str, tuple[str, list[tuple]]],
+             shapes_only: frozenset = frozenset()) -> dict[str, np.ndarray | tuple]:
     """The arrays of an .npz written by np.savez, each header checked against `members`
-    {name: (dtype kinds, shapes)} before its data is read (others are skipped); ValueError
-    saying what is wrong. A regular file only (open_regular)."""
+    {name: (dtype kinds, shapes; None: any length up to MAX_ROWS)} before its data is read
+    (others are skipped); for the names in `shapes_only`, the checked shape instead of the
+    data (which must be all there). ValueError saying what is wrong. A regular file only
+    (open_regular)."""
     arrays = {}
     with open_regular(path) as f, zipfile.ZipFile(f) as archive:
         for info in archive.infolist():
             name = info.filename.removesuffix(".npy")
             if name not in members:
                 continue
-            kinds, shapes = members[name]
             with archive.open(info) as member:
-                shape, fortran, dtype = npy_header(member)
-                if dtype.hasobject or dtype.kind not in kinds:
-                    raise ValueError(f"{name} of dtype {dtype}")
-                if shape not in shapes:
-                    raise ValueError(f"{name} of shape {shape}, expected "
-                                     + " or ".join(str(s) for s in shapes))
+                shape, fortran, dtype = _checked_header(member, name, *members[name])
                 count = math.prod(shape)
-                if dtype.kind in "US" and count * dtype.itemsize > MAX_TEXT_BYTES:
-                    raise ValueError(f"{name} of {count * dtype.itemsize} bytes of text")
+                if name in shapes_only:
+                    if info.file_size - member.tell() < count * dtype.itemsize:
+                        raise ValueError(f"{name} cut short")
+                    arrays[name] = shape
+                    continue
                 data = member.read(count * dtype.itemsize)
             if len(data) < count * dtype.itemsize:
                 raise ValueError(f"{name} cut short")
             order = "F" if fortran else "C"
             arrays[name] = np.frombuffer(data, dtype, count).reshape(shape, order=order)
     return arrays
+
+
+def _checked_header(member: BinaryIO, name: str, kinds: str, shapes: list[tuple]):
+    shape, fortran, dtype = npy_header(member)
+    if dtype.hasobject or dtype.kind not in kinds:
+        raise ValueError(f"{name} of dtype {dtype}")
+    if not any(_fits(shape, want) for want in shapes):
+        raise ValueError(f"{name} of shape {shape}, expected "
+                         + " or ".join(str(s) for s in shapes))
+    if dtype.kind in "US" and math.prod(shape) * dtype.itemsize > MAX_TEXT_BYTES:
+        raise ValueError(f"{name} of {math.prod(shape) * dtype.itemsize} bytes of text")
+    return shape, fortran, dtype

@@ -1,8 +1,9 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
-Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread;
-"blocked" jobs (sweep.core.kernel: large n), when too few to fill the threads, run after the
-others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
+Parallelism is at one level only: each batch of jobs (`batches`: jobs of one shape, integrated
+by one compiled call and written as one part) runs a serial, GIL-free kernel on its own
+thread; "blocked" jobs (sweep.core.kernel: large n), when too few to fill the threads, run
+after the others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
 thread: its results change in the last bit with its thread count (a run would depend on
 --workers), and on a shared machine its spinning threads stalled (docs/performance.md).
 The driver sequences stages; the store decides every I/O; the caller's hooks draw progress.
@@ -20,13 +21,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sweep.core.grid import Job
-from sweep.core.kernel import KernelPlan, kernel_plan
+from sweep.core.kernel import NOMINAL_FLOPS, KernelPlan, job_flop, job_memory, kernel_plan
 from sweep.core.locks import STALE_AFTER, JobLocks
+from sweep.core.parts import part_name
 from sweep.core.resources import available_cpus
-from sweep.core.simulate import Stopped, simulate, warm_up
+from sweep.core.simulate import Stopped, simulate_batch, warm_up
 from sweep.core.store import Part, Store, part_of
 from sweep.errors import Interrupted, StoreError
-from sweep.kernels.codes import STATUS_NONFINITE
+from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
 
 
 @dataclass
@@ -58,69 +60,110 @@ class Hooks:
 
 
 WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
+MAX_BATCH = 256  # jobs in one compiled call and one part file
+BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
+BATCH_BYTES = 64 * 2**20  # the series and positions one batch holds
+BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
+
+
+def batch_key(job: Job) -> tuple:
+    """What jobs of one batch share: everything the compiled call's types and shapes depend
+    on (their seeds, betas, time steps and cluster thresholds may differ)."""
+    m, integ = job.model, job.integrate
+    return (kernel_plan(job), m.n, m.d, m.attention, integ.method, integ.n_saves,
+            integ.save_stride)
+
+
+def batches(todo: list[Job], width: int, positions: str = "none",
+            size: int | None = None) -> list[list[Job]]:
+    """`todo` cut into batches of one batch_key, in job order; size: at most that many jobs
+    each (default: batch_size). The batches change no result, only how the work is cut."""
+    groups: dict[tuple, list[Job]] = {}
+    for job in todo:
+        groups.setdefault(batch_key(job), []).append(job)
+    out = []
+    for jobs in groups.values():
+        b = size or batch_size(jobs[0], len(jobs), width, positions)
+        out += [jobs[i:i + b] for i in range(0, len(jobs), b)]
+    return sorted(out, key=lambda batch: batch[0].index)
+
+
+def batch_size(job: Job, count: int, width: int, positions: str) -> int:
+    """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
+    BATCH_SECONDS of nominal work and BATCH_BYTES of results, and small enough that every
+    thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already)."""
+    plan = kernel_plan(job)
+    if plan.strategy == "blocked":
+        return 1
+    seconds = job_flop(job) / NOMINAL_FLOPS[plan.strategy]
+    held = job_memory(job, positions)
+    results = held["integrate.t_max"] + held["output.positions"]
+    return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
+                      BATCH_BYTES // max(results, 1), count // (BATCHES_PER_THREAD * width)))
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,
-            damaged: list[str] | None = None, kept: dict[str, Part] | None = None) -> list[Job]:
-    """Jobs without a whole result; a damaged or foreign part is noted in `damaged`, a
-    whole one (by job id) in `kept`."""
+            damaged: list[str] | None = None) -> list[Job]:
+    """Jobs without a whole result (from the parts' index); why the parts of those that
+    had one are damaged or foreign is noted in `damaged`, once per part."""
     if force:
         return list(jobs)
-    todo = []
-    for job, part, error in store.read_each(jobs):
-        if error and damaged is not None:
-            damaged.append(error)
-        if part is None or part.failed:
-            todo.append(job)
-        elif kept is not None:
-            kept[job.id] = part
+    index = store.index()
+    todo = [job for job in jobs if index.status(job.id)[0] in (None, STATUS_FAILED)]
+    if damaged is not None:
+        damaged += list(dict.fromkeys(index.lost[j.id] for j in todo if j.id in index.lost))
     return todo
 
 
 def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: bool = False,
-        hooks: Hooks | None = None, keep: bool = False) -> RunReport:
+        hooks: Hooks | None = None, keep: bool = False, batch: int | None = None) -> RunReport:
     """Run every job of the store's config not already complete (`jobs`: all of them or a
     shard); raise Interrupted on Ctrl-C after cleaning up.
 
-    Each job is computed under its lock (sweep.core.locks), so runs sharing an output split the
-    work; jobs another run holds are waited for. StoreError if the output cannot be written.
-    keep: put every part this run read or wrote in report.parts, for store.merge to use
-    instead of reading each part again; only with output.positions "none": what is kept is
-    each job's series ([n_saves, 8] float64), which the merge holds anyway, never positions.
+    Jobs run in batches (`batches`; batch: at most that many jobs each), one part file and
+    one lock each (sweep.core.locks), so runs sharing an output split the work; batches
+    another run holds are waited for. StoreError if the output cannot be written.
+    keep: put every part this run wrote in report.parts, for store.merge to use instead of
+    reading it again; only with output.positions "none": what is kept is each job's series
+    ([n_saves, N_OBS] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
     positions = store.config.output.positions
     keep = keep and positions == "none"
-    todo, report = _triage(jobs, store, force, hooks, keep)
+    todo, report = _triage(jobs, store, force, hooks)
     kept = report.parts if keep else None
     stop = np.zeros(1, dtype=np.int64)
 
-    def one(job: Job, kernel: KernelPlan) -> str:
+    def one(group: list[Job], kernel: KernelPlan) -> list[str]:
         if stop[0]:
-            return "cancelled"
-        if not _lock(locks, job, store):
-            return "busy"
+            return ["cancelled"] * len(group)
+        name = part_name([j.id for j in group])
+        if not _lock(locks, name, store):
+            return ["busy"] * len(group)
         try:
-            if not force and store.done(job):
-                return "elsewhere"
-            return _compute(job, store, positions, stop, kernel, kept)
+            if not force and store.holds(group):
+                return ["elsewhere"] * len(group)
+            return _compute(group, store, positions, stop, kernel, kept)
         finally:
-            locks.release(job.id)
+            locks.release(name)
 
+    width = workers or available_cpus()
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
             _compile(todo, hooks)
             hooks.start(len(todo), report.skipped)
-            for group, size, threads in _stages(todo, workers or available_cpus()):
+            for group, size, threads in _stages(batches(todo, width, positions, batch), width):
                 with ThreadPoolExecutor(max_workers=size) as pool:
-                    _drain(pool, lambda job, t=threads: one(job, kernel_plan(job).on(t)),
+                    _drain(pool, lambda b, t=threads: one(b, kernel_plan(b[0]).on(t)),
                            group, stop, report, hooks, locks, store)
         except KeyboardInterrupt:
             report.seconds = time.perf_counter() - t0
             raise Interrupted(f"interrupted after {report.completed} job(s)",
                               report=report) from None
+        finally:
+            store.save_index()
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -131,20 +174,21 @@ def _compile(todo: list[Job], hooks: Hooks) -> None:
         warm_up(todo, hooks.compiling)
 
 
-def _stages(todo: list[Job], width: int) -> list[tuple[list[Job], int, int]]:
-    """(jobs, threads in the pool, threads per job): one job per thread, except "blocked"
-    jobs too few to fill the threads, which run last, one at a time, on all of them."""
-    blocked = [kernel_plan(j).strategy == "blocked" for j in todo]
-    wide = [j for j, b in zip(todo, blocked) if b]
+def _stages(todo: list[list[Job]], width: int) -> list[tuple[list[list[Job]], int, int]]:
+    """(batches, threads in the pool, threads per batch): one batch per thread, except
+    "blocked" jobs (a batch of one each) too few to fill the threads, which run last, one
+    at a time, on all of them."""
+    blocked = [kernel_plan(b[0]).strategy == "blocked" for b in todo]
+    wide = [b for b, w in zip(todo, blocked) if w]
     if not wide or len(wide) >= width:
         return [(todo, width, 1)]
-    narrow = [j for j, b in zip(todo, blocked) if not b]
+    narrow = [b for b, w in zip(todo, blocked) if not w]
     return [(narrow, width, 1), (wide, 1, width)]
 
 
-def _drain(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks,
+def _drain(pool, one, todo: list[list[Job]], stop, report: RunReport, hooks: Hooks,
            locks: JobLocks, store: Store) -> None:
-    """Run `todo` to the end, waiting for the jobs another run holds."""
+    """Run the batches `todo` to the end, waiting for those another run holds."""
     first = True
     while todo:
         busy = _pass(pool, one, todo, stop, report, hooks)
@@ -153,59 +197,69 @@ def _drain(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks,
         todo, first = _await_others(busy, store, locks, report, hooks), False
 
 
-def _waiting(busy: list[Job], locks: JobLocks) -> str:
+def _waiting(busy: list[list[Job]], locks: JobLocks) -> str:
     owners = sorted({f"{o.get('host')} pid {o.get('pid')}" for o in
-                     (locks.holder(j.id) for j in busy) if o})
+                     (locks.holder(part_name([j.id for j in b])) for b in busy) if o})
     who = f" ({', '.join(owners[:3])}{', ...' if len(owners) > 3 else ''})" if owners else ""
-    return (f"{len(busy)} job(s) are being computed by another run{who}; waiting for them "
-            f"(a lock not refreshed for {STALE_AFTER:.0f} s is broken)")
+    return (f"{sum(map(len, busy))} job(s) are being computed by another run{who}; waiting "
+            f"for them (a lock not refreshed for {STALE_AFTER:.0f} s is broken)")
 
 
-def _lock(locks: JobLocks, job: Job, store: Store) -> bool:
+def _lock(locks: JobLocks, name: str, store: Store) -> bool:
     try:
-        return locks.acquire(job.id)
+        return locks.acquire(name)
     except OSError as err:
         raise StoreError(f"{store.dir}: cannot create a lock file "
                          f"({err.strerror or type(err).__name__})") from None
 
 
-def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks, keep: bool):
-    """(jobs to run, a report counting those skipped); damaged parts are announced."""
+def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
+    """(jobs to run, a report counting those skipped); damaged parts are announced, and
+    moved aside (kept) for the run that recomputes their jobs."""
     report = RunReport(total=len(jobs))
-    todo = pending(jobs, store, force, report.damaged, report.parts if keep else None)
+    todo = pending(jobs, store, force, report.damaged)
     report.skipped = len(jobs) - len(todo)
     for message in report.damaged:
         hooks.notice(f"recomputing {message}")
+    if report.damaged:
+        store.set_aside_damaged(todo)
     return todo, report
 
 
-def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, kernel: KernelPlan,
-             kept: dict[str, Part] | None) -> str:
+def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
+             kernel: KernelPlan, kept: dict[str, Part] | None) -> list[str]:
+    """Integrate a batch and write its part; each job's outcome."""
     t = time.perf_counter()
     try:
-        result = simulate(job, positions, stop, kernel=kernel)
+        results = simulate_batch(group, positions, stop, kernel=kernel)
     except Stopped:
-        return "cancelled"
-    except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
-        store.write_failure(job, f"{type(err).__name__}: {err}", time.perf_counter() - t)
-        return f"failed: {type(err).__name__}: {err}"
-    store.write(job, result)
-    if kept is not None:
-        kept[job.id] = part_of(result)
-    return "nonfinite" if result.status == STATUS_NONFINITE else "ok"
+        return ["cancelled"] * len(group)
+    share = (time.perf_counter() - t) / len(group)
+    written = [f"{type(r).__name__}: {r}" if isinstance(r, Exception) else r for r in results]
+    store.write_batch(group, written, [share] * len(group))
+    outcomes = []
+    for job, result in zip(group, written):
+        if isinstance(result, str):
+            outcomes.append(f"failed: {result}")
+            continue
+        if kept is not None:
+            kept[job.id] = part_of(result)
+        outcomes.append("nonfinite" if result.status == STATUS_NONFINITE else "ok")
+    return outcomes
 
 
-def _pass(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks) -> list[Job]:
-    """Submit `todo`, collect outcomes; the jobs other runs hold come back."""
-    finished = queue.SimpleQueue()  # futures as they finish: O(1) per job, unlike wait()
-    futures = {pool.submit(one, job): job for job in todo}
+def _pass(pool, one, todo: list[list[Job]], stop, report: RunReport,
+          hooks: Hooks) -> list[list[Job]]:
+    """Submit the batches `todo`, collect outcomes; the batches other runs hold come back."""
+    finished = queue.SimpleQueue()  # futures as they finish: O(1) per batch, unlike wait()
+    futures = {pool.submit(one, batch): batch for batch in todo}
     for f in futures:
         f.add_done_callback(finished.put)
     try:
         return _collect(futures, finished, report, hooks)
     except BaseException:
-        # Ctrl-C, a stop signal or an unwritable store: running jobs stop at their next step
-        # and nothing half-written is kept (parts are renamed into place whole).
+        # Ctrl-C, a stop signal or an unwritable store: running batches stop at their next
+        # step and nothing half-written is kept (parts are renamed into place whole).
         stop[0] = 1
         for f in futures:
             f.cancel()
@@ -213,19 +267,20 @@ def _pass(pool, one, todo: list[Job], stop, report: RunReport, hooks: Hooks) -> 
         raise
 
 
-def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunReport,
-                  hooks: Hooks) -> list[Job]:
-    """Wait until another run finishes or abandons a job it holds; return those to run."""
+def _await_others(busy: list[list[Job]], store: Store, locks: JobLocks, report: RunReport,
+                  hooks: Hooks) -> list[list[Job]]:
+    """Wait until another run finishes or abandons a batch it holds; return those to run."""
     while busy:
         ready, still = [], []
-        for job in busy:
-            if locks.holder(job.id) is not None:
-                still.append(job)
-            elif store.done(job):
-                report.elsewhere += 1
-                hooks.job_done(job, "elsewhere")
+        for batch in busy:
+            if locks.holder(part_name([j.id for j in batch])) is not None:
+                still.append(batch)
+            elif store.holds(batch):
+                report.elsewhere += len(batch)
+                for job in batch:
+                    hooks.job_done(job, "elsewhere")
             else:
-                ready.append(job)
+                ready.append(batch)
         if ready:
             return ready + still
         busy = still
@@ -236,29 +291,34 @@ def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunRep
 
 
 def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
-             hooks: Hooks) -> list[Job]:
+             hooks: Hooks) -> list[list[Job]]:
     remaining, busy = len(futures), []
     while remaining:
         done = _finished(finished)
         hooks.tick()
         remaining -= len(done)
         for f in done:
-            job, outcome = futures[f], f.result()
-            if outcome == "cancelled":
+            batch, outcomes = futures[f], f.result()
+            if outcomes[0] == "busy":
+                busy.append(batch)
                 continue
-            if outcome == "busy":
-                busy.append(job)
-                continue
-            if outcome == "elsewhere":
-                report.elsewhere += 1
-            elif outcome.startswith("failed"):
-                report.failed.append((job, outcome.partition(": ")[2]))
-            else:
-                report.completed += 1
-                if outcome == "nonfinite":
-                    report.nonfinite.append(job)
-            hooks.job_done(job, outcome)
-    return sorted(busy, key=lambda j: j.index)
+            for job, outcome in zip(batch, outcomes):
+                _count(job, outcome, report, hooks)
+    return sorted(busy, key=lambda b: b[0].index)
+
+
+def _count(job: Job, outcome: str, report: RunReport, hooks: Hooks) -> None:
+    if outcome == "cancelled":
+        return
+    if outcome == "elsewhere":
+        report.elsewhere += 1
+    elif outcome.startswith("failed"):
+        report.failed.append((job, outcome.partition(": ")[2]))
+    else:
+        report.completed += 1
+        if outcome == "nonfinite":
+            report.nonfinite.append(job)
+    hooks.job_done(job, outcome)
 
 
 def _finished(finished: queue.SimpleQueue) -> list:

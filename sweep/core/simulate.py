@@ -30,7 +30,7 @@ from sweep.kernels.codes import (
 )
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
-from sweep.kernels.rows import integrate_rows
+from sweep.kernels.rows import integrate_rows_batch
 
 
 class Stopped(Exception):
@@ -74,37 +74,102 @@ def job_dynamics(job: Job) -> Dynamics:
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
              kernel: KernelPlan | None = None) -> JobResult:
-    """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
-    kernel: the job's kernel_plan (default), or that plan on more threads (runner.py)."""
-    t0 = time.perf_counter()
-    integ, model = job.integrate, job.model
-    x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
-    obs = np.full((integ.n_saves, len(OBSERVABLES)), np.nan)
-    n_traj = integ.n_saves if positions == "trajectory" else 0
-    traj = np.full((n_traj, model.n, model.d), np.nan, dtype=x.dtype)
+    """Integrate one job (a batch of one: the bits of any batch it could be in).
+    positions: none | final | trajectory. stop: [1] int64 flag. kernel: the job's kernel_plan
+    (default), or that plan on more threads (runner.py). Raises what the job raised."""
+    result, = simulate_batch([job], positions, stop, kernel)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | None = None,
+                   kernel: KernelPlan | None = None) -> list[JobResult | Exception]:
+    """Integrate jobs of one batch_key: on the rows path in one compiled call, else one after
+    another. A job whose start or model cannot be built gives its exception in its place (the
+    others run); Stopped if the stop flag ended the batch (none of it is kept).
+    Each job's wall_seconds: building its start, plus its share of the compiled call."""
+    kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    status, _ = _integrate(job, kernel or kernel_plan(job), x, obs, traj, flag)
+    if kernel.strategy != "rows":
+        return [_one(job, kernel, positions, flag) for job in jobs]
+    out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
+    ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
+    if ready:
+        done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], positions, flag)
+        for k, result in zip(ready, done):
+            out[k] = result
+    return out
+
+
+def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
+    t0 = time.perf_counter()
+    try:
+        x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
+        obs, traj = _outputs(1, job, positions, x.dtype)
+        status, _ = _integrate(job, kernel, x, obs[0], traj[0], flag)
+    except Exception as err:  # noqa: BLE001 - a failed job is a result of its own
+        return err
     if status == STOPPED:
         raise Stopped(job.id)
+    return _result(obs[0], status, time.perf_counter() - t0, x, traj[0], positions)
+
+
+def _starts(jobs: list[Job], dtype: str) -> list:
+    """Each job's start as `dtype` with the seconds drawing it took, or its exception."""
+    out = []
+    for job in jobs:
+        t0 = time.perf_counter()
+        try:
+            x = np.asarray(initial_state(job), dtype=np.dtype(dtype))
+        except Exception as err:  # noqa: BLE001 - a failed job is a result of its own
+            out.append(err)
+            continue
+        out.append((x, time.perf_counter() - t0))
+    return out
+
+
+def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray) -> list:
+    """JobResults of jobs whose starts are drawn, from one integrate_rows_batch call."""
+    t0 = time.perf_counter()
+    first, integ = jobs[0], jobs[0].integrate
+    xs = np.stack([x for x, _ in starts])
+    obs, traj = _outputs(len(jobs), first, positions, xs.dtype)
+    status = np.zeros(len(jobs), dtype=np.int64)
+    betas, dts, epss = (np.ascontiguousarray(a) for a in np.array(
+        [[j.model.beta, j.integrate.dt, j.integrate.cluster_eps] for j in jobs], float).T)
+    if integrate_rows_batch(xs, betas, first.model.attention == "softmax",
+                            METHOD_CODES[integ.method], dts, integ.save_stride, epss, obs,
+                            traj, flag, status) == STOPPED:
+        raise Stopped(first.id)
+    share = (time.perf_counter() - t0) / len(jobs)
+    return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions)
+            for b in range(len(jobs))]
+
+
+def _outputs(count: int, job: Job, positions: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """NaN-filled observables [count, n_saves, N_OBS] and positions [count, n_saves or 0, n,
+    d] for `count` jobs shaped like `job`."""
+    saves, m = job.integrate.n_saves, job.model
+    obs = np.full((count, saves, len(OBSERVABLES)), np.nan)
+    n_traj = saves if positions == "trajectory" else 0
+    return obs, np.full((count, n_traj, m.n, m.d), np.nan, dtype=dtype)
+
+
+def _result(obs, status, seconds: float, x, traj, positions: str) -> JobResult:
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
-    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
-                     time.perf_counter() - t0, kept)
+    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK, seconds, kept)
 
 
 def _integrate(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+    """One job on the general or blocked path."""
     model, integ = job.model, job.integrate
     common = (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
               float(integ.cluster_eps), obs, traj, flag)
     if kernel.strategy == "general":
         return integrate(x, job_dynamics(job), *common)
-    return _fast(kernel, x, float(model.beta), model.attention == "softmax", common)
-
-
-def _fast(kernel: KernelPlan, x, beta: float, softmax: bool, common: tuple):
-    if kernel.strategy == "rows":
-        return integrate_rows(x, beta, softmax, *common)
-    return integrate_blocked(x, beta, softmax, *common, threads=kernel.threads,
-                             symmetric=kernel.symmetric)
+    return integrate_blocked(x, float(model.beta), model.attention == "softmax", *common,
+                             threads=kernel.threads, symmetric=kernel.symmetric)
 
 
 def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
@@ -131,5 +196,10 @@ def _compile(kernel: KernelPlan) -> None:
               np.zeros((0, 4, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
     if kernel.strategy == "general":
         integrate(x, dynamics("softmax", 1.0), *common)
+    elif kernel.strategy == "blocked":
+        integrate_blocked(x, 1.0, True, *common, symmetric=kernel.symmetric)
     else:
-        _fast(kernel, x, 1.0, True, common)
+        one = np.ones(1)
+        integrate_rows_batch(x[None], one, True, common[0], one * 0.1, 1, one * 1e-3,
+                             common[4][None], common[5][None], common[6],
+                             np.zeros(1, dtype=np.int64))

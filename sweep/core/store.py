@@ -1,16 +1,16 @@
-"""Where results live: the dataset schema, atomic per-job parts, merge, provenance.
+"""Where results live: the dataset schema, the parts of a run by job, merge, provenance.
 
-A run keeps one part file per finished job in `<output>.parts/<job id>.npz`, written to a
-temporary name and renamed, so a killed run leaves only whole parts. Merging reads parts in
-job order and reshapes them onto the grid's labelled dimensions.
+A run keeps one part file per batch of finished jobs in `<output>.parts/` (sweep.core.parts:
+written whole or not at all, found through an index). Merging reads parts in job order and
+reshapes them onto the grid's labelled dimensions.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as _dt
 import glob
-import json
 import math
 import os
 import platform
@@ -29,11 +29,22 @@ import numpy as np
 import yaml
 
 from sweep._version import __version__
-from sweep.core.config import Config, clip
+from sweep.core.config import Config
 from sweep.core.coords import coordinates, int32, status_flags
 from sweep.core.files import read_npz
 from sweep.core.grid import Job, axes, expand
 from sweep.core.locks import HOST, owner_tag, pid_alive
+from sweep.core.parts import (
+    HEADERS,
+    Header,
+    PartIndex,
+    discard,
+    part_name,
+    read_header,
+    reason,
+    set_aside,
+    write_part,
+)
 from sweep.errors import StoreError
 from sweep.kernels.codes import (
     CLUSTERED,
@@ -43,8 +54,6 @@ from sweep.kernels.codes import (
     SERIES,
     STATUS_FAILED,
     STATUS_MISSING,
-    STATUS_NONFINITE,
-    STATUS_OK,
 )
 
 if TYPE_CHECKING:  # the store reads and writes arrays; it never runs (or imports) a kernel
@@ -113,95 +122,121 @@ def parts_dir(output: str | Path) -> Path:
 
 
 class Store:
-    """Per-job parts of one config's run, next to its results file: `output`, or the
-    config's output.path. Built from the config, so that every part records the hash of the
-    config that wrote it and a merge lays the parts on that config's own axes."""
+    """The parts of one config's run, next to its results file: `output`, or the config's
+    output.path. Built from the config, so that every part records the hash of the config
+    that wrote it and a merge lays the parts on that config's own axes. Parts hold batches
+    of jobs (sweep.core.parts); every method here speaks of jobs."""
 
     def __init__(self, config: Config, output: str | Path | None = None):
         self.config = config
         self.config_hash = config.hash
         self.output = Path(config.output.path if output is None else output)
         self.dir = parts_dir(self.output)
+        self._index = PartIndex(self.dir)
+
+    def index(self) -> PartIndex:
+        """The index of the parts folder as it is now."""
+        return self._index.refresh()
 
     def path(self, job: Job) -> Path:
-        return self.dir / f"{job.id}.npz"
+        """The part holding the job's result, or where a part of it alone would be."""
+        where = self.index().jobs.get(job.id)
+        return self.dir / f"{where[0] if where else job.id}.npz"
+
+    def holds(self, jobs: list[Job]) -> bool:
+        """Whether the part of exactly this batch exists with no failed job: another run
+        sharing the output computed it (a look at one file, not the whole folder)."""
+        try:
+            header = read_header(self.dir / f"{part_name([j.id for j in jobs])}.npz")
+        except StoreError:
+            return False
+        return bool((header.status != STATUS_FAILED).all())
 
     def read(self, job: Job) -> Part | None:
-        """The job's part, None if there is none; StoreError if it is damaged or foreign
-        (a part is read only as far as its headers match the job: a claimed huge shape, a
-        FIFO or a folder in its place are damaged, never read)."""
-        path = self.path(job)
-        try:
-            f = read_npz(path, part_members(job))
-            meta = json.loads(str(f["meta"]))
-            part = Part(f.get("observables"), int(f["status"]), float(f["wall_seconds"]),
-                        f.get("positions"), meta)
-        except FileNotFoundError:
-            return None
-        except PermissionError as err:
-            raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
-                RecursionError) as err:
-            why = err.strerror if isinstance(err, OSError) and err.strerror else err
-            raise StoreError(f"{path}: damaged result part ({why})") from None
-        if not isinstance(meta, dict) or meta.get("job_id") != job.id:
-            found = meta.get("job_id") if isinstance(meta, dict) else None
-            raise StoreError(f"{path}: foreign result part (holds job {clip(found)}, not "
-                             f"{job.id})")
-        problem = _part_problem(part)
-        if problem:
-            raise StoreError(f"{path}: damaged result part ({problem})")
+        """The job's part, None if there is none; StoreError if it is damaged or foreign."""
+        (_, part, error), = self.read_each([job])
+        if error:
+            raise StoreError(error)
         return part
 
     def read_each(self, jobs: list[Job], known: dict[str, Part] | None = None,
                   ) -> Iterator[tuple[Job, Part | None, str]]:
-        """(job, its part or None if there is none, '') per job, in order; a damaged or
-        foreign part gives (job, None, the StoreError's message). known: parts already in
-        memory by job id (runner.run(keep=True)), taken instead of reading the file."""
+        """(job, its part or None if there is none, '') per job, in order, each part file
+        read once; a damaged or foreign part gives (job, None, the StoreError's message).
+        known: parts already in memory by job id (runner.run(keep=True)), taken instead."""
+        index = self.index()
+        wanted = collections.Counter(index.jobs[j.id][0] for j in jobs
+                                     if j.id in index.jobs and not (known and j.id in known))
+        loaded: dict[str, dict | str] = {}
         for job in jobs:
             if known and job.id in known:
                 yield job, known[job.id], ""
                 continue
-            try:
-                yield job, self.read(job), ""
-            except StoreError as err:
-                yield job, None, str(err)
+            if job.id not in index.jobs:
+                yield job, None, index.lost.get(job.id, "")
+                continue
+            name, row = index.jobs[job.id]
+            if name not in loaded:
+                loaded[name] = self._load(name, index.known[name], job)
+            arrays, wanted[name] = loaded[name], wanted[name] - 1
+            if not wanted[name]:
+                del loaded[name]  # every job it holds has been taken
+            if isinstance(arrays, str):
+                yield job, None, arrays
+            else:
+                yield job, _row(arrays, row, index.known[name], job.id), ""
+
+    def _load(self, name: str, header: Header, job: Job) -> dict | str:
+        """A part's arrays, checked against its headers and the job's shapes; or why not."""
+        path = self.dir / f"{name}.npz"
+        try:
+            arrays = read_npz(path, part_members(job, len(header.ids)))
+        except PermissionError as err:
+            return f"{path}: cannot read result part ({err.strerror})"
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            return f"{path}: damaged result part ({why})"
+        if tuple(str(i) for i in arrays.get("ids", ())) != header.ids:
+            return f"{path}: damaged result part (changed while read)"
+        return arrays
 
     def done(self, job: Job) -> bool:
         """A whole, matching part with a result (failed jobs are not done)."""
-        try:
-            part = self.read(job)
-        except StoreError:
-            return False
-        return part is not None and not part.failed
+        status, _ = self.index().status(job.id)
+        return status is not None and status != STATUS_FAILED
+
+    def write_batch(self, jobs: list[Job], results: list[JobResult | str],
+                    seconds: list[float]) -> Path:
+        """One part for a batch: each job's JobResult, or the error message it failed with
+        (seconds: the wall time of each failed one)."""
+        failed = {k: r for k, r in enumerate(results) if isinstance(r, str)}
+        ok = [r for r in results if not isinstance(r, str)]
+        arrays = {"status": np.array([STATUS_FAILED if k in failed else r.status
+                                      for k, r in enumerate(results)], np.int8),
+                  "wall_seconds": np.array([seconds[k] if k in failed else r.wall_seconds
+                                            for k, r in enumerate(results)])}
+        if ok:
+            arrays["observables"] = _stacked([None if k in failed else r.observables
+                                              for k, r in enumerate(results)])
+        if ok and ok[0].positions is not None:
+            arrays["positions"] = _stacked([None if k in failed else r.positions
+                                            for k, r in enumerate(results)])
+        meta = {"config_hash": self.config_hash, "sweep_version": __version__,
+                "indices": [j.index for j in jobs],
+                "errors": {jobs[k].id: message for k, message in failed.items()}}
+        header = write_part(self.dir, [j.id for j in jobs], arrays, meta)
+        self._index.add(header)
+        return self.dir / f"{part_name(header.ids)}.npz"
 
     def write(self, job: Job, result: JobResult) -> Path:
-        arrays = {"observables": result.observables, "status": np.int8(result.status),
-                  "wall_seconds": np.float64(result.wall_seconds)}
-        if result.positions is not None:
-            arrays["positions"] = result.positions
-        return self._write(job, arrays, {})
+        return self.write_batch([job], [result], [result.wall_seconds])
 
     def write_failure(self, job: Job, message: str, wall_seconds: float) -> Path:
-        arrays = {"status": np.int8(STATUS_FAILED), "wall_seconds": np.float64(wall_seconds)}
-        return self._write(job, arrays, {"error": message})
+        return self.write_batch([job], [message], [wall_seconds])
 
-    def _write(self, job: Job, arrays: dict, extra: dict) -> Path:
-        meta = {"job_id": job.id, "index": job.index, "config_hash": self.config_hash,
-                "params": job.params, "sweep_version": __version__, **extra}
-        final = self.path(job)
-        tmp = self.dir / f".{job.id}.{owner_tag()}.tmp"
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
-            _set_aside(final)
-            os.replace(tmp, final)
-        except OSError as err:
-            raise StoreError(f"{self.dir}: cannot write result part ({_reason(err)})") from None
-        finally:
-            _discard(tmp)
-        return final
+    def save_index(self) -> None:
+        """Record what this process learnt of the parts, for the next command."""
+        self._index.save()
 
     def prepare(self) -> None:
         """Fail early if the parts directory cannot be written; remove abandoned temp files."""
@@ -212,26 +247,37 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             probe.write_bytes(b"sweep")
         except OSError as err:
-            raise StoreError(f"{self.dir}: cannot write results here ({_reason(err)})") from None
+            raise StoreError(f"{self.dir}: cannot write results here ({reason(err)})") from None
         finally:
-            _discard(probe)
+            discard(probe)
         remove_abandoned(self.dir)
 
-
-def _reason(err: OSError) -> str:
-    return err.strerror or type(err).__name__
-
-
-def _set_aside(path: Path) -> None:
-    """A folder where a part belongs is damage a rename cannot replace: move it aside (its
-    contents kept, under a name no reader looks for) so that the part can be written."""
-    if path.is_dir() and not path.is_symlink():
-        os.rename(path, path.with_name(f"{path.name}.{owner_tag()}.damaged"))
+    def set_aside_damaged(self, jobs: list[Job]) -> None:
+        """Move the damaged parts that held some of `jobs` out of the way of the run that
+        recomputes them (their contents kept, under a name no reader looks for)."""
+        for name in self.index().damaged_holding({job.id for job in jobs}):
+            with contextlib.suppress(OSError):
+                set_aside(self.dir / f"{name}.npz", always=True)
 
 
-def _discard(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink(missing_ok=True)
+def _stacked(rows: list[np.ndarray | None]) -> np.ndarray:
+    """[B, ...] from rows of one shape, NaN where a row is None (a failed job)."""
+    shape, dtype = next((r.shape, r.dtype) for r in rows if r is not None)
+    out = np.full((len(rows),) + shape, np.nan, dtype=dtype)
+    for k, r in enumerate(rows):
+        if r is not None:
+            out[k] = r
+    return out
+
+
+def _row(arrays: dict, row: int, header: Header, job_id: str) -> Part:
+    status = int(header.status[row])
+    failed = status == STATUS_FAILED
+    obs, pos = arrays.get("observables"), arrays.get("positions")
+    meta = {"error": header.errors.get(job_id, "unknown error")} if failed else {}
+    return Part(None if failed or obs is None else obs[row], status,
+                float(arrays["wall_seconds"][row]),
+                None if failed or pos is None else pos[row], meta)
 
 
 def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
@@ -254,21 +300,14 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def _part_problem(part: Part) -> str:
-    """Why a part whose arrays have the job's shapes cannot be its result, or ''."""
-    if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
-        return f"status {part.status}"
-    if not part.failed and part.observables is None:
-        return "no observables"
-    return ""
-
-
-def part_members(job: Job) -> dict[str, tuple[str, list[tuple]]]:
-    """What each array of a job's part may be: (dtype kinds, shapes)."""
+def part_members(job: Job, count: int) -> dict[str, tuple[str, list[tuple]]]:
+    """What each array of a part of `count` jobs shaped like `job` may be: (dtype kinds,
+    shapes)."""
     saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
-    return {"meta": ("U", [()]), "status": ("iu", [()]), "wall_seconds": ("f", [()]),
-            "observables": ("f", [(saves, len(OBSERVABLES))]),
-            "positions": ("f", [(n, d), (saves, n, d)])}
+    return {**HEADERS, "ids": ("U", [(count,)]), "status": ("iu", [(count,)]),
+            "wall_seconds": ("f", [(count,)]),
+            "observables": ("f", [(count, saves, len(OBSERVABLES))]),
+            "positions": ("f", [(count, n, d), (count, saves, n, d)])}
 
 
 # ---------------------------------------------------------------- merge
@@ -437,17 +476,17 @@ def write_dataset(ds, path: str | Path) -> Path:
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
         tmp.open("wb").close()  # a folder we may not write says so here, with its errno
     except OSError as err:
-        raise StoreError(f"{path}: cannot write results ({_reason(err)})") from None
+        raise StoreError(f"{path}: cannot write results ({reason(err)})") from None
     try:
         ds, encoding = cf_ready(ds)
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
-        reason = _reason(err) if isinstance(err, OSError) else str(err)
+        why = reason(err) if isinstance(err, OSError) else str(err)
         with contextlib.suppress(OSError):
             if shutil.disk_usage(path.parent).free < ds.nbytes:  # HDF5 hides ENOSPC
-                reason = f"No space left on device; {reason}"
-        raise StoreError(f"{path}: cannot write results ({reason})") from None
+                why = f"No space left on device; {why}"
+        raise StoreError(f"{path}: cannot write results ({why})") from None
     finally:
-        _discard(tmp)
+        discard(tmp)
     return path

@@ -12,6 +12,7 @@ from sweep.core.config import clip
 from sweep.core.files import read_npz
 from sweep.core.grid import Job
 from sweep.core.store import Store, StoreError
+from sweep.kernels.codes import STATUS_FAILED
 
 
 @dataclass
@@ -32,14 +33,15 @@ class Survey:
 
 
 def survey(jobs: list[Job], store: Store) -> Survey:
+    """Every job's state from the parts' index, without reading their results."""
+    index = store.index()
     out = Survey(jobs, strays=stray_parts(jobs, store))
-    for job, part, error in store.read_each(jobs):
-        if error:
-            out.damaged.append((job, error))
-        elif part is None:
-            out.missing.append(job)
-        elif part.failed:
-            out.failed.append((job, str(part.meta.get("error", "unknown error"))))
+    for job in jobs:
+        status, error = index.status(job.id)
+        if status is None:
+            (out.damaged.append((job, error)) if error else out.missing.append(job))
+        elif status == STATUS_FAILED:
+            out.failed.append((job, error or "unknown error"))
         else:
             out.completed.append(job)
     return out
@@ -47,15 +49,18 @@ def survey(jobs: list[Job], store: Store) -> Survey:
 
 def only_failed(jobs: list[Job], store: Store) -> list[Job]:
     """The jobs whose part records a failure (status 2); missing jobs are left alone."""
-    return [job for job, part, _ in store.read_each(jobs) if part is not None and part.failed]
+    index = store.index()
+    return [job for job in jobs if index.status(job.id)[0] == STATUS_FAILED]
 
 
 def stray_parts(jobs: list[Job], store: Store) -> list[Path]:
-    """Part files in the store that belong to no job of this config (dot-files are temps)."""
-    if not store.dir.is_dir():
-        return []
+    """Part files in the store that hold no job of this config (a damaged one: by its name)."""
+    index = store.index()
     ids = {job.id for job in jobs}
-    return sorted(p for p in store.dir.glob("*.npz") if p.stem not in ids)
+    names = [n for n, h in index.known.items()
+             if n not in index.damaged and ids.isdisjoint(h.ids)]
+    names += [n for n in index.damaged if n.partition(".")[0] not in ids]
+    return sorted(store.dir / f"{n}.npz" for n in names)
 
 
 def part_config_hash(path: Path) -> str:
@@ -79,7 +84,8 @@ def check_not_edited(jobs: list[Job], store: Store) -> None:
     strays = stray_parts(jobs, store)
     if not strays:
         return
-    missing = [j for j in jobs if not store.path(j).exists()]
+    placed = store.index().jobs
+    missing = [j for j in jobs if j.id not in placed]
     if not missing:
         return
     hashes = sorted({part_config_hash(p) for p in strays[:50]})
