@@ -151,9 +151,12 @@ def run(config: Config, out: str | Path | None = None, workers: int | None = Non
 
 def execute(config: Config, out: str | Path | None = None, workers: int | None = None,
             shard: str | tuple[int, int] | None = None, force: bool = False,
-            only_failed: bool = False, hooks: Hooks | None = None) -> Outcome:
+            only_failed: bool = False, hooks: Hooks | None = None,
+            keep_current: bool = False) -> Outcome:
     """`run`, reporting instead of raising for failed jobs (what `sweep run` prints).
-    only_failed: retry only the jobs whose part records a failure (parts only)."""
+    only_failed: retry only the jobs whose part records a failure (parts only).
+    keep_current: when nothing was left to run and the results file is this config's and
+    newer than every part, leave it as it is (outcome.dataset is then None)."""
     from sweep.core import runner
     from sweep.core.outputs import check_replaceable
     from sweep.core.store import merge, write_dataset
@@ -178,12 +181,31 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
         try:
             outcome.report = runner.run(todo, where, workers=width, force=force, hooks=hooks,
                                         keep=merged)
-            if merged:  # parts this run did not keep in memory are read
+            if merged and keep_current and _current(where, outcome.report):
+                outcome.path = where.output
+            elif merged:  # parts this run did not keep in memory are read
                 outcome.dataset = merge(where, jobs, known=outcome.report.parts)
                 outcome.path = write_dataset(outcome.dataset, where.output)
         except (Interrupted, KeyboardInterrupt) as stop:
             raise _stopped(stop, received, where) from None
     return outcome
+
+
+def _current(where: Store, report) -> bool:
+    """Whether the results file already holds what a merge would write: nothing ran, no
+    part is damaged, the file is this config's and no part is newer."""
+    from sweep.core.outputs import written_by
+
+    if report.completed or report.failed or report.damaged or report.elsewhere:
+        return False
+    try:
+        written = where.output.stat().st_mtime_ns
+    except OSError:
+        return False
+    index = where.index()
+    newest = max((h.mtime for h in index.known.values()), default=0)
+    return (not index.damaged and newest < written
+            and written_by(where.output)[0] == where.config_hash)
 
 
 def _shard(spec) -> _shards.Shard | None:

@@ -82,7 +82,8 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     with user_errors():
         cfg = _load(config, sets)
         with run_hooks(err, cfg.name, _job_line) as hooks:
-            done = api.execute(cfg, path, workers, shard, force, failed_only, hooks)
+            done = api.execute(cfg, path, workers, shard, force, failed_only, hooks,
+                               keep_current=True)
     _print_report(done)
     if done.report.failed:
         raise typer.Exit(1)

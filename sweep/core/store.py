@@ -323,7 +323,7 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     grid = axes(config)
     dims = tuple(a.name for a in grid)
     shape = tuple(len(a) for a in grid)
-    jobs = expand(config) if jobs is None else jobs
+    jobs = list(expand(config) if jobs is None else jobs)  # built once: each is rebuilt
     if len(jobs) != math.prod(shape):
         raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
                          "not this config's jobs")
@@ -335,18 +335,19 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     series = np.full((len(jobs), t.size, len(OBSERVABLES)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
     scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
+    rows = {}  # a job's rows on the time axis, by its save grid
     for k, (job, part) in enumerate(zip(jobs, parts)):
         if part is None:
             continue
         scalars["status"][k] = part.status
         scalars["wall_seconds"][k] = part.wall_seconds
-        if part.observables is None:
-            continue
-        rows = np.searchsorted(t, _times(job))
-        obs = part.observables
-        series[k, rows] = obs
-        scalars["t_cluster"][k] = t_cluster(t[rows], obs[:, CLUSTERED])
-        scalars["max_clusters"][k] = max_clusters(obs[:, N_CLUSTERS])
+        if part.observables is not None:
+            grid_key = (job.integrate.save_every, job.integrate.n_saves)
+            if grid_key not in rows:
+                rows[grid_key] = np.searchsorted(t, _times(job))
+            series[k, rows[grid_key]] = part.observables
+    scalars["t_cluster"] = t_cluster(t, series[:, :, CLUSTERED])
+    scalars["max_clusters"] = max_clusters(series[:, :, N_CLUSTERS])
     data = {}
     for c, name in enumerate(OBSERVABLES):
         data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
@@ -388,16 +389,21 @@ def _times(job: Job) -> np.ndarray:
     return np.round(np.arange(job.integrate.n_saves) * job.integrate.save_every, 12)
 
 
-def t_cluster(t: np.ndarray, clustered: np.ndarray) -> float:
-    """First recorded time with clustered fraction >= 1/2; NaN if never."""
-    hit = np.flatnonzero(clustered >= 0.5)
-    return float(t[hit[0]]) if hit.size else np.nan
+def t_cluster(t: np.ndarray, clustered: np.ndarray) -> np.ndarray:
+    """First recorded time with clustered fraction >= 1/2 (NaN if never), along the last
+    axis of clustered: [..., t.size] (NaN where a job recorded nothing)."""
+    hit = clustered >= 0.5
+    first = np.argmax(hit, axis=-1)
+    return np.where(hit.any(axis=-1), t[first], np.nan)
 
 
-def max_clusters(n_clusters: np.ndarray) -> float:
-    """Max of the cluster count over saved times t > 0 (NaN if none is finite)."""
-    later = n_clusters[1:]
-    return float(np.nanmax(later)) if np.isfinite(later).any() else np.nan
+def max_clusters(n_clusters: np.ndarray) -> np.ndarray:
+    """Max of the cluster count over saved times t > 0 (NaN if none is finite), along the
+    last axis of n_clusters: [..., n_time], time 0 first."""
+    later = n_clusters[..., 1:]
+    finite = np.isfinite(later).any(axis=-1)
+    return np.where(finite, np.max(np.where(np.isnan(later), -np.inf, later), axis=-1,
+                                   initial=-np.inf), np.nan)
 
 
 def _time_axis(jobs: list[Job]) -> np.ndarray:
