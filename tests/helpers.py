@@ -193,11 +193,11 @@ def per_job(simulate_one):
     (Stopped ends the batch)."""
     from sweep.core.simulate import Stopped
 
-    def simulate_batch(jobs, positions="none", stop=None, kernel=None):
+    def simulate_batch(jobs, positions="none", stop=None, kernel=None, **columns):
         out = []
         for job in jobs:
             try:
-                out.append(simulate_one(job, positions, stop, kernel=kernel))
+                out.append(simulate_one(job, positions, stop, kernel=kernel, **columns))
             except Stopped:
                 raise
             except Exception as err:  # noqa: BLE001 - as simulate_batch reports it

@@ -69,3 +69,38 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
 def test_batch_sizes(count, width, size):
     job = expand(config.from_dict({**CFG, "model": {"n": 4, "d": 2}}))[0]
     assert runner.batch_size(job, count, width, "none") == size
+
+
+# ---------------------------------------------------------------- output.observables
+
+@pytest.mark.parametrize("model", [{}, {"heads": 2}], ids=["rows", "general"])
+@pytest.mark.parametrize("asked", [["clustered_fraction"], ["n_clusters", "energy"]])
+def test_observables_asked_are_the_bits_of_a_full_run(tmp_path, model, asked):
+    base = {**CFG, "model": {**CFG["model"], **model}}
+    full = merged_from(tmp_path / "full.nc", base)
+    some = merged_from(tmp_path / "some.nc", {**base, "output": {"observables": asked}})
+    series = {name for name in some.data_vars if "time" in some[name].dims}
+    assert series == set(asked)
+    assert ("t_cluster" in some) == ("clustered_fraction" in asked)
+    assert ("max_clusters" in some) == ("n_clusters" in asked)
+    for name in asked:
+        np.testing.assert_array_equal(some[name].values, full[name].values, err_msg=name)
+
+
+def merged_from(out, raw):
+    cfg = config.from_dict(raw)
+    store, jobs = Store(cfg, out), expand(cfg)
+    assert not runner.run(jobs, store).failed
+    return merge(store, jobs)
+
+
+@pytest.mark.parametrize("value,word", [(["clustered_fraction", "entropy"], "'entropy'"),
+                                        ([], "non-empty list"), ("some", "all or"),
+                                        (["energy", "energy"], "distinct")])
+def test_unknown_observables_are_refused_naming_the_key(tmp_path, value, word):
+    path = tmp_path / "c.yaml"
+    path.write_text(config.from_dict(CFG).to_yaml())
+    result = invoke("plan", path, "--set", f"output.observables={value!r}".replace("'", '"'))
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith("error: output.observables:") and word.strip("'") in line, line

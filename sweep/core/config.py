@@ -21,7 +21,7 @@ import yaml
 
 from sweep.core.files import read_bytes
 from sweep.errors import ConfigError
-from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, parse_mask
+from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, OBSERVABLES, parse_mask
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -107,10 +107,32 @@ class Integrate:
         return (self.n_saves - 1) * self.save_stride
 
 
+def _observables(value: str | list) -> str | tuple:
+    """output.observables: "all", or a non-empty list of distinct variable names (SERIES),
+    kept as a tuple in the schema's order."""
+    if value == "all":
+        return value
+    if isinstance(value, str) or not value:
+        raise ValueError(f"expected all or a non-empty list of variable names, got "
+                         f"{show(value)}")
+    for name in value:
+        if name not in OBSERVABLES:
+            raise ValueError(f"{show(name)} is not one of {' | '.join(OBSERVABLES)}")
+    if len(set(value)) != len(value):
+        raise ValueError(f"names must be distinct, got {show(value)}")
+    return tuple(name for name in OBSERVABLES if name in value)
+
+
 @dataclass(frozen=True)
 class Output:
     path: str = _field("", str)
     positions: str = _field("none", str, choices=("none", "final", "trajectory"))
+    observables: str | tuple = _field("all", (str, list), check=_observables)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The series a save records, in the schema's order."""
+        return OBSERVABLES if self.observables == "all" else self.observables
 
 
 SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
@@ -133,7 +155,7 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
                 "integrate": asdict(self.integrate), "grid": self.grid,
-                "output": asdict(self.output)}
+                "output": plain(asdict(self.output))}
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -143,6 +165,8 @@ class Config:
         """Hash of everything that decides the results (not where they are written)."""
         d = self.to_dict()
         d["output"] = {"positions": self.output.positions}
+        if self.output.observables != "all":  # so that the hashes of all-series runs stay
+            d["output"]["observables"] = list(self.output.observables)
         return stable_hash(d)
 
 
@@ -175,7 +199,7 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value) if abs(value) < 2**1023 else math.inf
-    if kind is list and isinstance(value, tuple):  # already clean
+    if kind in (list, (str, list)) and isinstance(value, tuple):  # already clean
         value = list(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {show(value)}")
@@ -201,7 +225,8 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     return value
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list"}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list",
+               (str, list): "a string or a list"}
 
 
 def _short_repr() -> reprlib.Repr:

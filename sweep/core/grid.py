@@ -272,7 +272,9 @@ class Jobs(Sequence):
         self._seeds = {k for k, a in enumerate(grid) if a.keys == ("seed",)}
         self._starts = {k for k, a in enumerate(grid) if set(a.sections) <= {None, "init"}}
         self._fixed = {"positions": json.dumps(config.output.positions)}
-        labels = {k: json.dumps(k) + ":" for k in [*SECTIONS, "seed", "positions", "files"]}
+        if config.output.observables != "all":  # a part holds only these series
+            self._fixed["observables"] = json.dumps(list(config.output.observables))
+        labels = {k: json.dumps(k) + ":" for k in [*SECTIONS, "seed", *self._fixed, "files"]}
         self._order = {False: [(k, labels[k]) for k in sorted(set(labels) - {"files"})],
                        True: sorted(labels.items())}  # pieces in sorted order, with files
         self._digests: dict[tuple[str, str], str] = {}  # (key, path text) -> at plan time

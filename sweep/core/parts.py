@@ -2,9 +2,10 @@
 
 A run writes one part per batch (runner.py) as `<output stem>.parts/<name>.npz`, to a
 temporary name then renamed, so a killed run leaves only whole parts. A part holds, for its
-B jobs in order: ids [B], status [B] int8, wall_seconds [B], observables [B, n_saves, N_OBS]
-(NaN for a failed job), positions [B, n, d] or [B, n_saves, n, d] when kept, and meta (JSON:
-the config hash, the version, each failed job's error). Its name is the job id for one job,
+B jobs in order: ids [B], status [B] int8, wall_seconds [B], observables [B, n_saves, K]
+(the K series of output.observables; NaN for a failed job), positions [B, n, d] or
+[B, n_saves, n, d] when kept, and meta (JSON: the config hash, the version, each failed
+job's error). Its name is the job id for one job,
 else `<first id>.<digest of every id>`: the name says what the part holds (one under another
 name is foreign), and a batch's lock (locks.py) and part share it.
 
@@ -30,12 +31,12 @@ from sweep.core.config import clip, digest
 from sweep.core.files import open_regular, read_npz
 from sweep.core.locks import owner_tag
 from sweep.errors import StoreError
-from sweep.kernels.codes import N_OBS, STATUS_FAILED, STATUS_NONFINITE, STATUS_OK
+from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE, STATUS_OK
 
 INDEX = "index.cache"
 # what each array of a part may be: (dtype kinds, shapes), None standing for any length
 HEADERS = {"meta": ("U", [()]), "ids": ("U", [(None,)]), "status": ("iu", [(None,)]),
-           "wall_seconds": ("f", [(None,)]), "observables": ("f", [(None, None, N_OBS)]),
+           "wall_seconds": ("f", [(None,)]), "observables": ("f", [(None,) * 3]),
            "positions": ("f", [(None,) * 3, (None,) * 4])}
 DATA = frozenset({"wall_seconds", "observables", "positions"})  # not read for the index
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,

@@ -125,7 +125,7 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     another run holds are waited for. StoreError if the output cannot be written.
     keep: put every part this run wrote in report.parts, for store.merge to use instead of
     reading it again; only with output.positions "none": what is kept is each job's series
-    ([n_saves, N_OBS] float64), which the merge holds anyway, never positions.
+    ([n_saves, len(output.columns)] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
@@ -231,7 +231,8 @@ def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
     """Integrate a batch and write its part; each job's outcome."""
     t = time.perf_counter()
     try:
-        results = simulate_batch(group, positions, stop, kernel=kernel)
+        results = simulate_batch(group, positions, stop, kernel=kernel,
+                                 columns=store.config.output.columns)
     except Stopped:
         return ["cancelled"] * len(group)
     share = (time.perf_counter() - t) / len(group)

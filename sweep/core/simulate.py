@@ -10,7 +10,7 @@ its start, its matrices and its Brownian increments.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from sweep.kernels.codes import (
     METHOD_CODES,
     NONFINITE,
     OBSERVABLES,
+    PAIR_SERIES,
     STATUS_NONFINITE,
     STATUS_OK,
     STOPPED,
@@ -73,33 +74,43 @@ def job_dynamics(job: Job) -> Dynamics:
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
-             kernel: KernelPlan | None = None) -> JobResult:
+             kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
+             ) -> JobResult:
     """Integrate one job (a batch of one: the bits of any batch it could be in).
     positions: none | final | trajectory. stop: [1] int64 flag. kernel: the job's kernel_plan
-    (default), or that plan on more threads (runner.py). Raises what the job raised."""
-    result, = simulate_batch([job], positions, stop, kernel)
+    (default), or that plan on more threads (runner.py); columns: the series to record
+    (output.columns). Raises what the job raised."""
+    result, = simulate_batch([job], positions, stop, kernel, columns)
     if isinstance(result, Exception):
         raise result
     return result
 
 
 def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | None = None,
-                   kernel: KernelPlan | None = None) -> list[JobResult | Exception]:
+                   kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
+                   ) -> list[JobResult | Exception]:
     """Integrate jobs of one batch_key: on the rows path in one compiled call, else one after
     another. A job whose start or model cannot be built gives its exception in its place (the
     others run); Stopped if the stop flag ended the batch (none of it is kept).
-    Each job's wall_seconds: building its start, plus its share of the compiled call."""
+    Each job's wall_seconds: building its start, plus its share of the compiled call.
+    Results hold the `columns` only: [n_saves, len(columns)]; the rows path computes no
+    more than they need (only the Gram matrix for PAIR_SERIES)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     if kernel.strategy != "rows":
-        return [_one(job, kernel, positions, flag) for job in jobs]
-    out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
-    ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
-    if ready:
-        done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], positions, flag)
-        for k, result in zip(ready, done):
-            out[k] = result
-    return out
+        out = [_one(job, kernel, positions, flag) for job in jobs]
+    else:
+        out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
+        ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
+        full = not set(columns) <= set(PAIR_SERIES)
+        if ready:
+            done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], positions,
+                               flag, full)
+            for k, result in zip(ready, done):
+                out[k] = result
+    return [r if isinstance(r, Exception) or columns == OBSERVABLES else
+            replace(r, observables=r.observables[:, [OBSERVABLES.index(c) for c in columns]])
+            for r in out]
 
 
 def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
@@ -129,7 +140,8 @@ def _starts(jobs: list[Job], dtype: str) -> list:
     return out
 
 
-def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray) -> list:
+def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
+                full: bool) -> list:
     """JobResults of jobs whose starts are drawn, from one integrate_rows_batch call."""
     t0 = time.perf_counter()
     first, integ = jobs[0], jobs[0].integrate
@@ -140,7 +152,7 @@ def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray)
         [[j.model.beta, j.integrate.dt, j.integrate.cluster_eps] for j in jobs], float).T)
     if integrate_rows_batch(xs, betas, first.model.attention == "softmax",
                             METHOD_CODES[integ.method], dts, integ.save_stride, epss, obs,
-                            traj, flag, status) == STOPPED:
+                            traj, flag, status, full) == STOPPED:
         raise Stopped(first.id)
     share = (time.perf_counter() - t0) / len(jobs)
     return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions)
@@ -202,4 +214,4 @@ def _compile(kernel: KernelPlan) -> None:
         one = np.ones(1)
         integrate_rows_batch(x[None], one, True, common[0], one * 0.1, 1, one * 1e-3,
                              common[4][None], common[5][None], common[6],
-                             np.zeros(1, dtype=np.int64))
+                             np.zeros(1, dtype=np.int64), True)

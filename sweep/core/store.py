@@ -47,8 +47,6 @@ from sweep.core.parts import (
 )
 from sweep.errors import StoreError
 from sweep.kernels.codes import (
-    CLUSTERED,
-    N_CLUSTERS,
     OBSERVABLES,
     SCALARS,
     SERIES,
@@ -190,7 +188,8 @@ class Store:
         """A part's arrays, checked against its headers and the job's shapes; or why not."""
         path = self.dir / f"{name}.npz"
         try:
-            arrays = read_npz(path, part_members(job, len(header.ids)))
+            arrays = read_npz(path, part_members(job, len(header.ids),
+                                                 len(self.config.output.columns)))
         except PermissionError as err:
             return f"{path}: cannot read result part ({err.strerror})"
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
@@ -300,13 +299,14 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def part_members(job: Job, count: int) -> dict[str, tuple[str, list[tuple]]]:
-    """What each array of a part of `count` jobs shaped like `job` may be: (dtype kinds,
-    shapes)."""
+def part_members(job: Job, count: int, series: int = len(OBSERVABLES),
+                 ) -> dict[str, tuple[str, list[tuple]]]:
+    """What each array of a part of `count` jobs shaped like `job`, recording `series`
+    columns (output.columns), may be: (dtype kinds, shapes)."""
     saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
     return {**HEADERS, "ids": ("U", [(count,)]), "status": ("iu", [(count,)]),
             "wall_seconds": ("f", [(count,)]),
-            "observables": ("f", [(count, saves, len(OBSERVABLES))]),
+            "observables": ("f", [(count, saves, series)]),
             "positions": ("f", [(count, n, d), (count, saves, n, d)])}
 
 
@@ -331,8 +331,8 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     missing = [job for job, p in zip(jobs, parts) if p is None]
     if missing and not allow_missing:
         raise MissingJobs(missing)
-    t = _time_axis(jobs)
-    series = np.full((len(jobs), t.size, len(OBSERVABLES)), np.nan)
+    t, columns = _time_axis(jobs), config.output.columns
+    series = np.full((len(jobs), t.size, len(columns)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
     scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
     rows = {}  # a job's rows on the time axis, by its save grid
@@ -346,10 +346,9 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
             if grid_key not in rows:
                 rows[grid_key] = np.searchsorted(t, _times(job))
             series[k, rows[grid_key]] = part.observables
-    scalars["t_cluster"] = t_cluster(t, series[:, :, CLUSTERED])
-    scalars["max_clusters"] = max_clusters(series[:, :, N_CLUSTERS])
+    _summaries(t, series, columns, scalars)
     data = {}
-    for c, name in enumerate(OBSERVABLES):
+    for c, name in enumerate(columns):
         data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
                       _attrs(SERIES[name]))
     for name, values in scalars.items():
@@ -363,6 +362,18 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     ds = xr.Dataset(data, coords=coordinates(grid, t))
     ds.attrs.update(provenance(config, command))
     return ds
+
+
+def _summaries(t: np.ndarray, series: np.ndarray, columns: tuple[str, ...],
+               scalars: dict) -> None:
+    """t_cluster and max_clusters into scalars, or out of it where their series was not
+    recorded (output.observables)."""
+    for name, source, summary in (("t_cluster", "clustered_fraction", lambda v: t_cluster(t, v)),
+                                  ("max_clusters", "n_clusters", max_clusters)):
+        if source in columns:
+            scalars[name] = summary(series[:, :, columns.index(source)])
+        else:
+            del scalars[name]
 
 
 def read_all(jobs: list[Job], store: Store,

@@ -100,6 +100,7 @@ SERIES = {
 }
 OBSERVABLES = tuple(SERIES)
 N_OBS = len(OBSERVABLES)
+PAIR_SERIES = OBSERVABLES[:6]  # what the Gram matrix alone gives (gramobs.observe_pairs)
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
 ENERGY, ENTROPY = OBSERVABLES.index("energy"), OBSERVABLES.index("attention_entropy")

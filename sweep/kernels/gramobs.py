@@ -158,6 +158,16 @@ def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
     resolve(x, groups, grp, out)
 
 
+@jit_fast
+def observe_pairs(x, gram, eps, out, rows, acc, parent):
+    """out[:6] (order parameter, cosines, clusters: what gram = x x^T alone gives) exactly as
+    observe_weighted computes them, the other columns NaN: no weights, no groups, for a save
+    that records only those (rows.py). Scratch as observe_weighted's."""
+    column_sums(gram, gram, 0.0, 0.0, acc, rows)  # its cosine columns do not read w
+    finish(x, rows, link_close_pairs(gram, eps, parent), parent, 0.0, 0.0, out)
+    out[6:] = np.nan
+
+
 @jit_fma
 def outside_columns(w, label, o, rows, outside):
     """outside[i] = sum_{j: label_j != label_i} w_ij / z_i for every row, down the columns of
