@@ -74,7 +74,9 @@ def test_batch_sizes(count, width, size):
 # ---------------------------------------------------------------- output.observables
 
 @pytest.mark.parametrize("model", [{}, {"heads": 2}], ids=["rows", "general"])
-@pytest.mark.parametrize("asked", [["clustered_fraction"], ["n_clusters", "energy"]])
+@pytest.mark.parametrize("asked", [["clustered_fraction"], ["mean_cosine", "clustered_fraction"],
+                                   ["order_parameter", "n_clusters"],
+                                   ["n_clusters", "energy"]])
 def test_observables_asked_are_the_bits_of_a_full_run(tmp_path, model, asked):
     base = {**CFG, "model": {**CFG["model"], **model}}
     full = merged_from(tmp_path / "full.nc", base)

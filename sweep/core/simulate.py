@@ -24,10 +24,11 @@ from sweep.kernels.codes import (
     METHOD_CODES,
     NONFINITE,
     OBSERVABLES,
-    PAIR_SERIES,
+    SAVE_ALL,
     STATUS_NONFINITE,
     STATUS_OK,
     STOPPED,
+    save_level,
 )
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
@@ -94,7 +95,7 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     others run); Stopped if the stop flag ended the batch (none of it is kept).
     Each job's wall_seconds: building its start, plus its share of the compiled call.
     Results hold the `columns` only: [n_saves, len(columns)]; the rows path computes no
-    more than they need (only the Gram matrix for PAIR_SERIES)."""
+    more than they need (codes.save_level)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     if kernel.strategy != "rows":
@@ -102,10 +103,9 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     else:
         out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
         ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
-        full = not set(columns) <= set(PAIR_SERIES)
         if ready:
             done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], positions,
-                               flag, full)
+                               flag, save_level(columns))
             for k, result in zip(ready, done):
                 out[k] = result
     return [r if isinstance(r, Exception) or columns == OBSERVABLES else
@@ -141,7 +141,7 @@ def _starts(jobs: list[Job], dtype: str) -> list:
 
 
 def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
-                full: bool) -> list:
+                level: int) -> list:
     """JobResults of jobs whose starts are drawn, from one integrate_rows_batch call."""
     t0 = time.perf_counter()
     first, integ = jobs[0], jobs[0].integrate
@@ -152,7 +152,7 @@ def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
         [[j.model.beta, j.integrate.dt, j.integrate.cluster_eps] for j in jobs], float).T)
     if integrate_rows_batch(xs, betas, first.model.attention == "softmax",
                             METHOD_CODES[integ.method], dts, integ.save_stride, epss, obs,
-                            traj, flag, status, full) == STOPPED:
+                            traj, flag, status, level) == STOPPED:
         raise Stopped(first.id)
     share = (time.perf_counter() - t0) / len(jobs)
     return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions)
@@ -214,4 +214,4 @@ def _compile(kernel: KernelPlan) -> None:
         one = np.ones(1)
         integrate_rows_batch(x[None], one, True, common[0], one * 0.1, 1, one * 1e-3,
                              common[4][None], common[5][None], common[6],
-                             np.zeros(1, dtype=np.int64), True)
+                             np.zeros(1, dtype=np.int64), SAVE_ALL)

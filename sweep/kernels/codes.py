@@ -100,7 +100,19 @@ SERIES = {
 }
 OBSERVABLES = tuple(SERIES)
 N_OBS = len(OBSERVABLES)
-PAIR_SERIES = OBSERVABLES[:6]  # what the Gram matrix alone gives (gramobs.observe_pairs)
+# How much a save of the rows path computes (gramobs.observe_pairs): the order parameter and
+# the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters' union-find
+# too (PAIRS: all that the Gram matrix alone gives), or everything (ALL).
+SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL = 0, 1, 2, 3
+
+
+def save_level(columns: tuple[str, ...]) -> int:
+    """The least a save must compute to record the series `columns`."""
+    for level, covered in ((SAVE_CLOSE, (0, 3)), (SAVE_COUNTS, (0, 1, 2, 3)),
+                           (SAVE_PAIRS, range(6))):
+        if set(columns) <= {OBSERVABLES[k] for k in covered}:
+            return level
+    return SAVE_ALL
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
 ENERGY, ENTROPY = OBSERVABLES.index("energy"), OBSERVABLES.index("attention_entropy")

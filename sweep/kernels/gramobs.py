@@ -22,9 +22,10 @@ outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation h
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
+from sweep.kernels.codes import SAVE_CLOSE, SAVE_PAIRS
 from sweep.kernels.expfast import exp1
 from sweep.kernels.groups import label_clusters, resolve
-from sweep.kernels.summary import find, pair_columns, union
+from sweep.kernels.summary import find, order_parameter, pair_columns, union
 
 # columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
 ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
@@ -159,13 +160,42 @@ def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
 
 
 @jit_fast
-def observe_pairs(x, gram, eps, out, rows, acc, parent):
+def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
     """out[:6] (order parameter, cosines, clusters: what gram = x x^T alone gives) exactly as
     observe_weighted computes them, the other columns NaN: no weights, no groups, for a save
-    that records only those (rows.py). Scratch as observe_weighted's."""
-    column_sums(gram, gram, 0.0, 0.0, acc, rows)  # its cosine columns do not read w
-    finish(x, rows, link_close_pairs(gram, eps, parent), parent, 0.0, 0.0, out)
+    that records only those (rows.py). level (codes.save_level): SAVE_PAIRS all six;
+    SAVE_COUNTS without the cluster count and size (NaN), so the close pairs are only
+    counted, not linked; SAVE_CLOSE without the cosines either. Scratch as
+    observe_weighted's."""
+    n = x.shape[0]
+    if level == SAVE_CLOSE:
+        out[0] = order_parameter(x)
+        out[3] = count_close_pairs(gram, eps) / (n * (n - 1)) if n > 1 else np.nan
+        out[1:3] = np.nan
+    else:
+        column_sums(gram, gram, 0.0, 0.0, acc, rows)  # its cosine columns do not read w
+        if level == SAVE_PAIRS:
+            close = link_close_pairs(gram, eps, parent)
+        else:  # counted, not linked: a forest of lone tokens, whose columns are dropped
+            close = count_close_pairs(gram, eps)
+            for i in range(n):
+                parent[i] = i
+        finish(x, rows, close, parent, 0.0, 0.0, out)
+    if level != SAVE_PAIRS:
+        out[4:6] = np.nan
     out[6:] = np.nan
+
+
+@jit_fast
+def count_close_pairs(gram, eps):
+    """The number of ordered pairs i != j with <x_i, x_j> > 1 - eps (link_close_pairs' count,
+    without linking them)."""
+    close = 0
+    for i in range(gram.shape[0]):
+        g = gram[i]
+        for j in range(i + 1, gram.shape[1]):
+            close += g[j] > 1.0 - eps
+    return 2 * close
 
 
 @jit_fma

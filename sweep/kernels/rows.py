@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import LAYER, OK, RK4, STOPPED
+from sweep.kernels.codes import LAYER, OK, RK4, SAVE_ALL, STOPPED
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import Groups, groups_scratch
@@ -235,7 +235,7 @@ class System(NamedTuple):
     acc: np.ndarray
     parent: np.ndarray
     grp: Groups
-    full: bool  # every observable; else only those of the Gram matrix (observe_pairs)
+    level: int  # SAVE_ALL, or only those of the Gram matrix (SAVE_PAIRS, SAVE_COUNTS)
 
 
 @jit_fast
@@ -259,8 +259,8 @@ def _advance(system, x, tick, steps, stop):
 def _record(system, x, obs, s):
     r = system
     gram(r.xt, r.g, 1.0, 0.0)
-    if not r.full:
-        observe_pairs(x, r.g, r.eps, obs[s], r.rows, r.acc, r.parent)
+    if r.level != SAVE_ALL:
+        observe_pairs(x, r.g, r.eps, r.level, obs[s], r.rows, r.acc, r.parent)
         return
     weights(r.g, r.e, r.beta, r.c)
     observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
@@ -270,10 +270,12 @@ implement(System, _advance, _record)
 
 
 @jit_fast
-def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop, full=True):
+def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
+                   level=SAVE_ALL):
     """drive.integrate for the fast case: same arguments (beta, softmax flag for the model),
     same outputs and status codes. x: [n, d] float64 or float32, advanced in place.
-    full: record every observable; False: only the six a Gram matrix gives (the others NaN).
+    level: SAVE_ALL records every observable, the others of codes.save_level less (NaN in
+    the columns they leave out).
     """
     n, d = x.shape
     xt = np.empty((d, n))
@@ -281,25 +283,25 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
                     np.empty((5, d, n)), np.empty((2, n)), np.empty((n, n)), np.empty((n, n)),
                     np.empty((n, 6)), np.empty((4, n)), np.empty(n, dtype=np.int64),
-                    groups_scratch(n, d), full)
+                    groups_scratch(n, d), level)
     return run(system, x, save_stride, obs, traj, stop)
 
 
 @jit_fast
 def integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
-                         status, full):
+                         status, level):
     """integrate_rows for B systems of one shape in one compiled call, one after another, so
     a sweep of small systems pays its Python and I/O costs per batch, not per system. Each
     system gets exactly integrate_rows' arithmetic: the batch size changes no bit.
 
     xs: [B, n, d] advanced in place; betas, dts, epss: [B] float64; obs: [B, n_saves, N_OBS];
     traj: [B, n_saves, n, d], or [B, 0, n, d] for none; stop: [1] int; status: [B] int64,
-    filled with each system's status (OK or NONFINITE); full: integrate_rows'. Returns OK,
+    filled with each system's status (OK or NONFINITE); level: integrate_rows'. Returns OK,
     or STOPPED as soon as one system stops (the systems after it are not started).
     """
     for b in range(xs.shape[0]):
         status[b] = integrate_rows(xs[b], betas[b], softmax, method, dts[b], save_stride,
-                                   epss[b], obs[b], traj[b], stop, full)[0]
+                                   epss[b], obs[b], traj[b], stop, level)[0]
         if status[b] == STOPPED:
             return STOPPED
     return OK
