@@ -479,7 +479,25 @@ def cf_ready(ds):
             if ds[name].dtype.kind in "iu"}
     ds = ds.assign_coords(ints)
     encoding = {name: {"_FillValue": None} for name in ds.coords}
+    encoding.update((name, compressed(ds[name])) for name in ds.data_vars
+                    if ds[name].ndim and ds[name].dtype.kind in "fiu")
     return ds, encoding
+
+
+CHUNK_BYTES = 2**20  # one chunk of a compressed variable, about
+
+
+def compressed(var) -> dict:
+    """netCDF4 encoding for one variable: zlib (level 4, byte shuffle; lossless) in chunks
+    whole along its last axes (time, tokens) and cut along the leading (job) axes, so that
+    reading one grid point or one time series touches a few chunks. Series of a phase diagram
+    are smooth and runs of NaN are common: they shrink to a fraction of their size."""
+    chunks, size = list(var.shape), var.dtype.itemsize
+    for k in range(len(chunks)):  # from the first axis: halve until a chunk is small enough
+        while chunks[k] > 1 and size * math.prod(chunks) > CHUNK_BYTES:
+            chunks[k] = -(-chunks[k] // 2)
+    return {"zlib": True, "complevel": 4, "shuffle": True,
+            "chunksizes": tuple(max(c, 1) for c in chunks)}
 
 
 def write_dataset(ds, path: str | Path) -> Path:
