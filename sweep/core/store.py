@@ -327,25 +327,13 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     if len(jobs) != math.prod(shape):
         raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
                          "not this config's jobs")
-    parts = read_all(jobs, store, known)
-    missing = [job for job, p in zip(jobs, parts) if p is None]
-    if missing and not allow_missing:
-        raise MissingJobs(missing)
     t, columns = _time_axis(jobs), config.output.columns
     series = np.full((len(jobs), t.size, len(columns)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
     scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
-    rows = {}  # a job's rows on the time axis, by its save grid
-    for k, (job, part) in enumerate(zip(jobs, parts)):
-        if part is None:
-            continue
-        scalars["status"][k] = part.status
-        scalars["wall_seconds"][k] = part.wall_seconds
-        if part.observables is not None:
-            grid_key = (job.integrate.save_every, job.integrate.n_saves)
-            if grid_key not in rows:
-                rows[grid_key] = np.searchsorted(t, _times(job))
-            series[k, rows[grid_key]] = part.observables
+    positions = _positions_array(config, jobs, dims, t)
+    missing, damaged = _place(store.read_each(jobs, known), t, series, scalars, positions)
+    _refuse(damaged, missing, allow_missing)
     _summaries(t, series, columns, scalars)
     data = {}
     for c, name in enumerate(columns):
@@ -354,9 +342,10 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
     data["status"][2].update(status_flags())
-    positions = _positions(config, jobs, parts, dims, shape, t)
     if positions is not None:
-        data["positions"] = positions
+        names = dims + (("time",) if positions.ndim == 4 else ()) + ("token", "component")
+        data["positions"] = (names, positions.reshape(shape + positions.shape[1:]),
+                             {"long_name": "token positions on the sphere", "units": "1"})
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
     ds = xr.Dataset(data, coords=coordinates(grid, t))
@@ -376,18 +365,34 @@ def _summaries(t: np.ndarray, series: np.ndarray, columns: tuple[str, ...],
             del scalars[name]
 
 
-def read_all(jobs: list[Job], store: Store,
-             known: dict[str, Part] | None = None) -> list[Part | None]:
-    """Every job's part (None where missing); StoreError naming the first damaged one."""
-    parts, damaged = [], []
-    for _, part, error in store.read_each(jobs, known):
-        parts.append(part)
-        if error:
-            damaged.append(error)
+def _place(parts, t, series, scalars, positions) -> tuple[list[Job], list[str]]:
+    """Each (job, part, error) of `parts` (Store.read_each, in job order) into row k of the
+    arrays, in one pass: each part is dropped once placed, so parts never sit in memory
+    beside the arrays. Returns (jobs without a part, why the damaged ones are)."""
+    missing, damaged, rows = [], [], {}  # rows: a job's rows on the time axis, by save grid
+    for k, (job, part, error) in enumerate(parts):
+        if part is None:
+            (damaged.append(error) if error else missing.append(job))
+            continue
+        scalars["status"][k] = part.status
+        scalars["wall_seconds"][k] = part.wall_seconds
+        if part.observables is not None:
+            grid_key = (job.integrate.save_every, job.integrate.n_saves)
+            if grid_key not in rows:
+                rows[grid_key] = np.searchsorted(t, _times(job))
+            series[k, rows[grid_key]] = part.observables
+        if positions is not None and part.positions is not None:
+            positions[k, : part.positions.shape[0]] = part.positions
+    return missing, damaged
+
+
+def _refuse(damaged: list[str], missing: list[Job], allow_missing: bool) -> None:
+    """StoreError naming the first damaged part, else MissingJobs unless allowed."""
     if damaged:
         more = f"; {len(damaged)} damaged or foreign part(s) in all" if len(damaged) > 1 else ""
         raise StoreError(f"{damaged[0]}{more}; `sweep run` recomputes them")
-    return parts
+    if missing and not allow_missing:
+        raise MissingJobs(missing)
 
 
 def _attrs(meta: tuple[str, str]) -> dict:
@@ -423,19 +428,14 @@ def _time_axis(jobs: list[Job]) -> np.ndarray:
     return np.unique(np.concatenate([_times(j) for j in grids.values()]))
 
 
-def _positions(config, jobs, parts, dims, shape, t):
+def _positions_array(config, jobs, dims, t) -> np.ndarray | None:
+    """NaN positions [jobs, n, d] (final) or [jobs, time, n, d] (trajectory) to fill, or None
+    when none are kept (or n, d are swept)."""
     if config.output.positions == "none" or {"n", "d"} & set(dims):
         return None
     n, d = jobs[0].model.n, jobs[0].model.d
     traj = config.output.positions == "trajectory"
-    extra = (t.size, n, d) if traj else (n, d)
-    out = np.full((len(jobs),) + extra, np.nan)
-    for k, part in enumerate(parts):
-        if part is not None and part.positions is not None:
-            out[k, : part.positions.shape[0]] = part.positions
-    names = dims + (("time",) if traj else ()) + ("token", "component")
-    return names, out.reshape(shape + extra), {"long_name": "token positions on the sphere",
-                                                "units": "1"}
+    return np.full((len(jobs),) + ((t.size, n, d) if traj else (n, d)), np.nan)
 
 
 def provenance(config: Config, command: str | None = None) -> dict:

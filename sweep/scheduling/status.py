@@ -34,7 +34,7 @@ class Survey:
 
 def survey(jobs: list[Job], store: Store) -> Survey:
     """Every job's state from the parts' index, without reading their results."""
-    index = store.index()
+    jobs, index = list(jobs), store.index()  # built once: each Job is rebuilt when asked for
     out = Survey(jobs, strays=stray_parts(jobs, store))
     for job in jobs:
         status, error = index.status(job.id)

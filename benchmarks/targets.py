@@ -1,0 +1,122 @@
+"""The whole-command targets of a phase-diagram sweep, each a fresh `sweep` process as a user
+starts it (warm compile cache), written as JSON to benchmarks/results/targets-*.json
+(benchmarks/targets_table.py turns the latest into the table of docs/performance.md).
+
+  reference  configs/phase-glpr-reference.yaml (d 2, n 32, 90 betas x 128 starts, layer
+             steps dt 0.1 to t 30, clustered fraction at every step) on one worker, against a
+             batched NumPy implementation of the same workload timed in the same run: wall,
+             peak memory, size of the results file
+  small      256 jobs of (32, 3) x 600 Euler steps: share of worker time inside the kernels
+  tiny       100,000 jobs of (4, 2) x 2 steps: part files, then a fully skipped rerun,
+             `status` and `merge`
+  plan       `sweep plan` of a 1,000,000-job grid: wall and peak memory
+Usage: python benchmarks/targets.py [--quick]  (--quick: a tenth of each size)
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_sweep import SWEEP, kernel_share  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
+N, D, SEEDS, DT, STEPS, EPS = 32, 2, 128, 0.1, 300, 1e-3
+
+
+def command(*args: str, cwd: Path = ROOT) -> dict:
+    """Wall seconds and peak resident memory (MiB) of one `sweep` process."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "sweep", *args], cwd=cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status:
+        raise RuntimeError(f"sweep {' '.join(args)}: exit status {status}")
+    return {"wall_s": time.perf_counter() - t, "peak_mib": usage.ru_maxrss / 1024}
+
+
+def numpy_phase(betas: np.ndarray) -> float:
+    """Seconds of the reference workload in batched NumPy: every (beta, start) system at
+    once, x: [systems, n, d]; per step the Gram products, a softmax, the residual step
+    x + dt A x and the renormalisation; at every save the clustered fraction."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((SEEDS, N, D))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    x = np.repeat(x[None], len(betas), axis=0).reshape(-1, N, D)
+    beta = np.repeat(betas, SEEDS)[:, None, None]
+    off = ~np.eye(N, dtype=bool)
+    clustered = np.empty((x.shape[0], STEPS + 1))
+    t0 = time.perf_counter()
+    for step in range(STEPS + 1):
+        g = x @ x.transpose(0, 2, 1)
+        clustered[:, step] = (g[:, off] > 1.0 - EPS).mean(axis=1)
+        if step < STEPS:
+            w = np.exp(beta * (g - 1.0))
+            w /= w.sum(axis=-1, keepdims=True)
+            x = x + DT * (w @ x)
+            x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return time.perf_counter() - t0
+
+
+def reference(tmp: Path, betas: int) -> dict:
+    out, grid = tmp / "phase.nc", f"grid.beta={{linspace: [0.1, 9.0, {betas}]}}"
+    command("run", str(REFERENCE), "--set", "grid.beta=[1.0]", "--set", "grid.seed=[0]",
+            "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
+    run = command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out", str(out))
+    numpy_s = numpy_phase(np.linspace(0.1, 9.0, betas))
+    return {"jobs": betas * SEEDS, **run, "output_mb": out.stat().st_size / 1e6,
+            "numpy_s": numpy_s, "speedup_vs_numpy": numpy_s / run["wall_s"]}
+
+
+def tiny(tmp: Path, seeds: int) -> dict:
+    cfg = tmp / "tiny.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "tiny", "model": {"n": 4, "d": 2},
+        "integrate": {"dt": 0.1, "t_max": 0.2, "save_every": 0.1},
+        "grid": {"beta": {"linspace": [0.1, 9.0, 100]}, "seed": {"range": [0, seeds]}},
+        "output": {"path": str(tmp / "tiny.nc")}}))
+    first = command("run", str(cfg), "--workers", "1")
+    parts = sum(1 for p in (tmp / "tiny.parts").iterdir() if p.suffix == ".npz")
+    return {"jobs": 100 * seeds, "first_run": first, "part_files": parts,
+            "skipped_rerun": command("run", str(cfg), "--workers", "1"),
+            "status": command("status", str(cfg)), "merge": command("merge", str(cfg))}
+
+
+def plan(tmp: Path, seeds: int) -> dict:
+    cfg = tmp / "million.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "name": "million", "model": {"n": 4, "d": 2},
+        "integrate": {"dt": 0.1, "t_max": 0.2, "save_every": 0.1},
+        "grid": {"beta": {"linspace": [0.1, 9.0, 1000]}, "seed": {"range": [0, seeds]}}}))
+    return {"jobs": 1000 * seeds, **command("plan", str(cfg))}
+
+
+def main(quick: bool = False) -> Path:
+    scale = 10 if quick else 1
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat("T", "seconds"),
+                  "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
+                  "reference": reference(tmp, 90 // scale), "plan": plan(tmp, 1000 // scale),
+                  "tiny": tiny(tmp, 1000 // scale), "small": kernel_share(1, sweep=SWEEP),
+                  "quick": quick}
+    result["load_after"] = os.getloadavg()[0]
+    stamp = result["when"].replace(":", "").replace("-", "").split("+")[0]
+    path = Path(__file__).parent / "results" / f"targets-{stamp}.json"
+    path.write_text(json.dumps(result, indent=2))
+    return path
+
+
+if __name__ == "__main__":
+    print(main("--quick" in sys.argv[1:]))

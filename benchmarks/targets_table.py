@@ -1,0 +1,61 @@
+"""Write the table of the latest benchmarks/results/targets-*.json (benchmarks/targets.py)
+into docs/performance.md, between its `<!-- targets -->` and `<!-- /targets -->` lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- targets -->", "<!-- /targets -->"
+
+
+def rows(r: dict) -> list[tuple[str, str, str]]:
+    """(measure, target, measured) for each target of one targets-*.json."""
+    ref, tiny, small, plan = r["reference"], r["tiny"], r["small"], r["plan"]
+    return [
+        (f"reference phase diagram, {ref['jobs']} jobs, `sweep run` on one worker: wall",
+         "", f"{ref['wall_s']:.1f} s"),
+        ("the same workload in batched NumPy, same run", "", f"{ref['numpy_s']:.1f} s"),
+        ("ratio NumPy / `sweep run`", ">= 15", f"{ref['speedup_vs_numpy']:.1f}"),
+        ("peak memory of that run", "<= 300 MB", f"{ref['peak_mib']:.0f} MiB"),
+        ("its results file", "<= 111 MB", f"{ref['output_mb']:.1f} MB"),
+        (f"{small['jobs']} jobs of {tuple(small['shape'])} x {small['steps']} steps: worker "
+         "time outside the kernels, after the fixed start-up", "<= 10%",
+         f"{100 * (1 - small['share_after_fixed']):.0f}%"),
+        ("the same, start-up included", "", f"{100 * (1 - small['share_in_kernels']):.0f}%"),
+        (f"{tiny['jobs']} tiny jobs (n 4, d 2, 2 steps): part files", "<= 2,000",
+         f"{tiny['part_files']}"),
+        ("the first run", "", f"{tiny['first_run']['wall_s']:.1f} s"),
+        ("a fully skipped rerun", "<= 5 s", f"{tiny['skipped_rerun']['wall_s']:.1f} s"),
+        ("`sweep status`", "<= 5 s", f"{tiny['status']['wall_s']:.1f} s"),
+        ("`sweep merge`", "<= 20 s", f"{tiny['merge']['wall_s']:.1f} s"),
+        (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
+        ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
+    ]
+
+
+def table(r: dict, source: str) -> str:
+    lines = [f"From `{source}` ({r['when']}, {r['cores']} cores, load average "
+             f"{r['load_before']:.1f} before and {r['load_after']:.1f} after"
+             f"{'; --quick: a tenth of each size' if r['quick'] else ''}):", "",
+             "| | target | measured |", "|---|---|---|"]
+    lines += [f"| {m} | {t} | {v} |" for m, t, v in rows(r)]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    latest = max((ROOT / "benchmarks" / "results").glob("targets-*.json"))
+    text = DOC.read_text()
+    head, _, rest = text.partition(BEGIN + "\n")
+    _, _, tail = rest.partition(END)
+    if not rest:
+        sys.exit(f"{DOC}: no {BEGIN} line")
+    body = table(json.loads(latest.read_text()), latest.relative_to(ROOT).as_posix())
+    DOC.write_text(f"{head}{BEGIN}\n{body}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    main()
