@@ -33,17 +33,20 @@ from cli_sweep import SWEEP, kernel_share  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
 N, D, SEEDS, DT, STEPS, EPS = 32, 2, 128, 0.1, 300, 1e-3
+GNU_TIME = "/usr/bin/time"  # GNU time (Debian/Ubuntu package `time`), for peak memory
 
 
 def command(*args: str, cwd: Path = ROOT) -> dict:
-    """Wall seconds and peak resident memory (MiB) of one `sweep` process."""
-    t = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "sweep", *args], cwd=cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status:
-        raise RuntimeError(f"sweep {' '.join(args)}: exit status {status}")
-    return {"wall_s": time.perf_counter() - t, "peak_mib": usage.ru_maxrss / 1024}
+    """Wall seconds and peak resident memory (MiB) of one `sweep` process. The peak is GNU
+    time's (%M): a child forked from this process would count this process's own memory
+    (Linux carries the pre-exec image's high-water mark into ru_maxrss)."""
+    with tempfile.NamedTemporaryFile("r") as peak:
+        t = time.perf_counter()
+        subprocess.run([GNU_TIME, "-f", "%M", "-o", peak.name, sys.executable, "-m", "sweep",
+                        *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - t
+        return {"wall_s": wall, "peak_mib": int(peak.read().split()[-1]) / 1024}
 
 
 def numpy_phase(betas: np.ndarray) -> float:
