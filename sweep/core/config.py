@@ -32,6 +32,9 @@ def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, 
             "check": check}
 
 
+SPECS = (str, list)  # a kind: one spec, or a list of specs (one per layer)
+
+
 def _field(default, kind: type, **rule):
     return field(default=default, metadata=make_rule(kind, **rule))
 
@@ -58,6 +61,46 @@ def _mask(value: str) -> str:
     return value
 
 
+def _per_layer(check):
+    """A spec `check` accepts, or a non-empty list of them, one per layer (kept as a tuple)."""
+    def checked(value):
+        if isinstance(value, str):
+            return check(value)
+        if not value or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"expected a spec or a non-empty list of specs, got {value!r}")
+        return tuple(check(v) for v in value)
+    return checked
+
+
+# effective beta = beta x factor(d, n): `model.beta_scale`
+BETA_FACTORS = {"none": lambda d, n: 1.0, "d": lambda d, n: float(d),
+                "sqrt_d": lambda d, n: math.sqrt(d), "log_n": lambda d, n: math.log(n)}
+
+# `model.components`: what a layer model switches off, one name or several joined by "+"
+COMPONENTS = {
+    "full": "every component as configured",
+    "no_ffn": "no FFN sublayer (nor its normalisation)",
+    "identity_ffn": "the FFN map replaced by the identity (its residual and normalisation kept)",
+    "v_identity": "V_h = I for every head, heads averaged, no value bias",
+    "no_ln_gain": "LayerNorm gains set to 1 (biases kept)",
+}
+
+
+def parse_components(value: str) -> frozenset:
+    """'full' or names of COMPONENTS joined by '+' -> the set switched off (empty for full)."""
+    names = value.split("+")
+    unknown = [c for c in names if c not in COMPONENTS]
+    if unknown or ("full" in names and len(names) > 1):
+        raise ValueError(f"{value!r}: expected full or names joined by + from "
+                         f"{' | '.join(c for c in COMPONENTS if c != 'full')}")
+    return frozenset(names) - {"full"}
+
+
+def _components(value: str) -> str:
+    parse_components(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Model:
     attention: str = _field("softmax", str, choices=tuple(ATTENTION_CODES))
@@ -66,11 +109,30 @@ class Model:
     n: int = _field(32, int, low=1)
     heads: int = _field(1, int, low=1)
     head_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
-    qk: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal"))
-    v: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal", "qk"))
+    qk: str | tuple = _field("identity", SPECS, check=_per_layer(
+        _matrix("identity", "gaussian", "orthogonal")))
+    v: str | tuple = _field("identity", SPECS, check=_per_layer(
+        _matrix("identity", "gaussian", "orthogonal", "qk")))
     mask: str = _field("dense", str, check=_mask)
     noise: float = _field(0.0, float, low=0.0)
-    ffn: str = _field("none", str, check=_matrix("none", "gaussian"))
+    ffn: str = _field("none", str, check=_matrix("none", "gaussian", "linear", "mlp"))
+    beta_scale: str = _field("none", str, choices=tuple(BETA_FACTORS))
+    # layer models (docs/layers.md); layers: null is a flow
+    layers: int | None = _field(None, int, low=1, nullable=True)
+    alpha: float = _field(1.0, float, low=0.0)
+    skip: float = _field(1.0, float, low=0.0)
+    norm: str = _field("sphere", str, choices=("sphere", "post", "pre", "peri"))
+    norm_fn: str = _field("layernorm", str, choices=("layernorm", "unit"))
+    head_combine: str = _field("mean", str, choices=("mean", "sum"))
+    layer_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
+    ffn_width: int | None = _field(None, int, low=1, nullable=True)
+    weights: str | None = _field(None, str, nullable=True)
+    components: str = _field("full", str, check=_components)
+
+    @property
+    def beta_factor(self) -> float:
+        """effective beta / beta (`beta_scale`), for beta, head_beta and layer_beta alike."""
+        return BETA_FACTORS[self.beta_scale](self.d, self.n)
 
 
 @dataclass(frozen=True)
@@ -86,7 +148,7 @@ class Init:
 
 @dataclass(frozen=True)
 class Integrate:
-    method: str = _field("euler", str, choices=("euler", "rk4"))
+    method: str = _field("euler", str, choices=("euler", "rk4", "layer"))
     dt: float = _field(0.1, float, low=0.0, low_open=True)
     t_max: float = _field(30.0, float, low=0.0, low_open=True)
     save_every: float = _field(0.5, float, low=0.0, low_open=True)
@@ -161,7 +223,7 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value) if abs(value) < 2**1023 else math.inf
-    if kind is list and isinstance(value, tuple):  # already clean
+    if kind in (list, SPECS) and isinstance(value, tuple):  # already clean
         value = list(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {show(value)}")
@@ -187,7 +249,8 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     return value
 
 
-_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list"}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list",
+               SPECS: "a string or a list of strings"}
 
 
 def _short_repr() -> reprlib.Repr:
@@ -239,6 +302,7 @@ def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> No
         raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
                           f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
     check_zoo(model, init, integ, at)
+    check_layers(model, init, integ, at)
     stride = integ.save_every / integ.dt
     if not stride < 2**53:
         raise ConfigError(f"integrate.dt: {integ.dt} makes {stride:g} steps per save, more "
@@ -266,14 +330,111 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
     if param > top:
         raise ConfigError(f"model.mask: {model.mask} is larger than n={model.n} allows "
                           f"(at most {name}:{top}){at}")
-    if model.noise > 0 and integ.method != "euler":
+    if model.noise > 0 and integ.method == "rk4":
         raise ConfigError(f"integrate.method: noise is integrated by Euler-Maruyama, "
-                          f"set method: euler (got {integ.method}){at}")
+                          f"set method: euler or layer (got {integ.method}){at}")
     if init.kind == "clusters" and init.clusters > model.n:
         raise ConfigError(f"init.clusters: {init.clusters} clusters for n={model.n} "
                           f"tokens{at}")
     if init.kind == "file" and not init.path:
         raise ConfigError(f"init.path: required with kind: file{at}")
+
+
+# ---------------------------------------------------------------- layer models
+
+# model keys only a layer model reads, and integrate keys it has no use for (a layer model's
+# depth is model.layers and its step model.alpha; it has no clock to integrate)
+LAYER_ONLY = ("alpha", "skip", "norm", "norm_fn", "head_combine", "layer_beta", "ffn_width",
+              "weights", "components")
+FLOW_ONLY = ("method", "dt", "t_max", "save_every")
+NUMPY_NORMS = ("post", "pre", "peri")  # LayerNorm placements, computed in NumPy float64
+
+
+def _changed(section, keys: tuple) -> list[str]:
+    default = type(section)()
+    return [k for k in keys if getattr(section, k) != getattr(default, k)]
+
+
+def check_layers(model: Model, init: Init, integ: Integrate, at: str) -> None:
+    """The rules of layer models (docs/layers.md): each key valid where it applies, refused
+    in one line where it does not. Weights-folder contents: sweep.core.weights."""
+    if model.layers is None:
+        for key in _changed(model, LAYER_ONLY):
+            raise ConfigError(f"model.{key}: only layer models read it (set model.layers){at}")
+        for key in ("qk", "v"):
+            if isinstance(getattr(model, key), tuple):
+                raise ConfigError(f"model.{key}: a list gives one matrix per layer (set "
+                                  f"model.layers){at}")
+        if model.ffn in ("linear", "mlp"):
+            raise ConfigError(f"model.ffn: {model.ffn} is a layer model's FFN sublayer (set "
+                              f"model.layers); a flow's v_i += W x_i is ffn: gaussian or "
+                              f"path/to.npy{at}")
+        return
+    for key in _changed(integ, FLOW_ONLY):
+        raise ConfigError(f"integrate.{key}: a layer model has no clock (model.layers counts "
+                          f"its steps, model.alpha scales them); drop integrate.{key}{at}")
+    if integ.dtype != "float64":
+        raise ConfigError(f"integrate.dtype: layer models compute in float64{at}")
+    _check_layer_lists(model, at)
+    if model.norm == "sphere":
+        _check_sphere(model, at)
+    else:
+        _check_numpy_layers(model, init, at)
+    _check_components(model, at)
+
+
+def _check_layer_lists(model: Model, at: str) -> None:
+    if model.layer_beta is not None and model.head_beta is not None:
+        raise ConfigError(f"model.layer_beta: give layer_beta or head_beta, not both{at}")
+    lists = {"layer_beta": model.layer_beta, "qk": model.qk, "v": model.v}
+    for key, value in lists.items():
+        if isinstance(value, tuple) and len(value) != model.layers:
+            raise ConfigError(f"model.{key}: {len(value)} value(s) for layers="
+                              f"{model.layers}{at}")
+    if model.ffn_width is not None and model.ffn != "mlp":
+        raise ConfigError(f"model.ffn_width: only ffn: mlp has a hidden width (ffn: "
+                          f"{model.ffn}){at}")
+
+
+def _check_sphere(model: Model, at: str) -> None:
+    """norm: sphere is the kernels' step x <- normalize(x + alpha v), as a flow takes it."""
+    why = {"skip": model.skip != 1.0, "head_combine": model.head_combine != "mean",
+           "weights": model.weights is not None}
+    for key, refused in why.items():
+        if refused:
+            raise ConfigError(f"model.{key}: norm: sphere is the kernels' step x <- "
+                              f"normalize(x + alpha v) (skip 1, heads averaged, no weights "
+                              f"folder); {key} needs norm: post, pre or peri{at}")
+
+
+def _check_numpy_layers(model: Model, init: Init, at: str) -> None:
+    """norm: post | pre | peri: softmax attention over every token, computed in NumPy."""
+    zoo = {"attention": model.attention != "softmax", "mask": model.mask != "dense",
+           "noise": model.noise > 0}
+    for key, refused in zoo.items():
+        if refused:
+            raise ConfigError(f"model.{key}: norm: {model.norm} layers are softmax attention "
+                              f"over all tokens without noise; {key} needs norm: sphere{at}")
+    if model.ffn not in ("none", "linear", "mlp"):
+        raise ConfigError(f"model.ffn: {model.ffn} is the in-step term v_i += W x_i of flows "
+                          f"and norm: sphere; norm: {model.norm} takes none, linear or mlp{at}")
+    if model.weights is not None and (model.qk, model.v) != ("identity", "identity"):
+        key = "qk" if model.qk != "identity" else "v"
+        raise ConfigError(f"model.{key}: the weights folder supplies every layer's matrices; "
+                          f"drop model.{key} (model.components switches parts off){at}")
+    if init.kind == "file" and init.jitter > 0:
+        raise ConfigError(f"init.jitter: norm: {model.norm} takes the file's rows as they "
+                          f"are (hidden states), so they are not jittered{at}")
+
+
+def _check_components(model: Model, at: str) -> None:
+    off = parse_components(model.components)
+    no_op = {"no_ffn": model.ffn == "none", "identity_ffn": model.ffn == "none",
+             "no_ln_gain": model.norm == "sphere" or model.norm_fn != "layernorm"}
+    for name in sorted(off):
+        if no_op.get(name):
+            raise ConfigError(f"model.components: {name} changes nothing here (ffn: "
+                              f"{model.ffn}, norm: {model.norm}, norm_fn: {model.norm_fn}){at}")
 
 
 # ---------------------------------------------------------------- loading

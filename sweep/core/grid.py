@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sweep.core import inputs
+from sweep.core import inputs, weights
 from sweep.core.config import (
     SECTIONS,
     Config,
@@ -217,10 +217,14 @@ def expand(config: Config) -> list[Job]:
         where = f"grid point {index}: " + ", ".join(f"{k}={v}" for k, v in params.items())
         check_job(sections["model"], sections["init"], sections["integrate"], where)
         digests = inputs.check(sections["model"], sections["init"], seed, config.source)
+        digests.update(weights.check(sections["model"], config.source))
         job_id = stable_hash({**{s: asdict(o) for s, o in sections.items()}, "seed": seed,
                               "positions": config.output.positions,
                               **({"files": digests} if digests else {})})
         jobs.append(Job(index, job_id, params, seed=seed, source=config.source, **sections))
+    if len({job.model.layers is None for job in jobs}) > 1:
+        raise ConfigError("model.layers: a sweep holds flows or layer models, not both (one "
+                          "records over time, the other over layer)")
     return jobs
 
 

@@ -66,8 +66,10 @@ def matrix(key: str, text: str, source: Path | None, d: int, heads: int) -> np.n
     return np.broadcast_to(array, (heads, d, d)) if key != "model.ffn" else array
 
 
-def start(text: str, source: Path | None, n: int, d: int, seed: int) -> np.ndarray:
-    """init.path as [n, d] unit rows: the file itself, or slice `seed` of a (seeds, n, d) file."""
+def start(text: str, source: Path | None, n: int, d: int, seed: int,
+          unit: bool = True) -> np.ndarray:
+    """init.path as [n, d] unit rows: the file itself, or slice `seed` of a (seeds, n, d) file.
+    unit=False: the rows as they are (a layer model's hidden states)."""
     array, _ = load("init.path", text, source)
     where = f"init.path: {resolve(text, source)}"
     if array.shape == (n, d):
@@ -82,13 +84,18 @@ def start(text: str, source: Path | None, n: int, d: int, seed: int) -> np.ndarr
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     if (norms == 0).any():
         raise ConfigError(f"{where}: a token is the zero vector")
-    return x / norms
+    return x / norms if unit else x
 
 
 def files(model, init) -> dict[str, str]:
     """key -> path text of every input file a job reads."""
     named = {"model.qk": model.qk, "model.v": model.v, "model.ffn": model.ffn}
-    out = {k: v for k, v in named.items() if v.endswith(".npy")}
+    out = {}
+    for key, spec in named.items():
+        per_layer = isinstance(spec, tuple)  # one spec per layer: model.qk[0], ...
+        for i, text in enumerate(spec if per_layer else (spec,)):
+            if text.endswith(".npy"):
+                out[f"{key}[{i}]" if per_layer else key] = text
     if init.kind == "file":
         out["init.path"] = init.path
     return out

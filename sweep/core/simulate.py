@@ -8,6 +8,7 @@ its start, its matrices and its Brownian increments.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass
 
@@ -16,8 +17,10 @@ import numpy as np
 from sweep.core import inputs, matrices, states
 from sweep.core.config import stable_hash
 from sweep.core.grid import Job
+from sweep.core.layers import cost, params, stack
 from sweep.kernels.blocked import TILE, integrate_blocked, symmetric_fits
 from sweep.kernels.codes import (
+    LAYER_SERIES,
     METHOD_CODES,
     NONFINITE,
     OBSERVABLES,
@@ -52,27 +55,39 @@ def start_rng(job: Job) -> np.random.Generator:
 
 
 def initial_state(job: Job) -> np.ndarray:
+    """[n, d]: unit rows, except a file's rows for a layer model whose blocks normalise
+    (norm: post | pre | peri), which take them as they are (hidden states)."""
     m, init = job.model, job.init
-    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed)
+    as_is = m.layers is not None and m.norm != "sphere"
+    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed, unit=not as_is)
              if init.kind == "file" else None)
     return states.draw(init, m.n, m.d, start_rng(job), given)
 
 
+def noise_key(job: Job) -> int:
+    """The seed of the job's counter-based noise stream: a function of (seed, n, d)."""
+    return int(stable_hash({"noise": job.seed, "n": job.model.n, "d": job.model.d}), 16) >> 1
+
+
 def job_dynamics(job: Job) -> Dynamics:
-    """The compiled model's parameters: matrices drawn or read, the noise stream keyed."""
+    """The compiled model's parameters: matrices drawn or read, the noise stream keyed,
+    betas times the beta_scale factor."""
     m = job.model
     qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
                                job.source)
     ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source)
-    noise_key = int(stable_hash({"noise": job.seed, "n": m.n, "d": m.d}), 16) >> 1  # < 2^63
-    return dynamics(m.attention, m.beta, heads=m.heads, head_beta=m.head_beta, qk=qk, v=v,
-                    mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
+    f = m.beta_factor
+    head_beta = None if m.head_beta is None else [b * f for b in m.head_beta]
+    return dynamics(m.attention, m.beta * f, heads=m.heads, head_beta=head_beta, qk=qk, v=v,
+                    mask=m.mask, noise=m.noise, noise_key=noise_key(job), ffn=ffn)
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
              threads: int = 1) -> JobResult:
     """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
     threads: for a "blocked" job (see strategy), the threads its row tiles may use."""
+    if job.model.layers is not None:
+        return simulate_layers(job, positions, stop)
     t0 = time.perf_counter()
     integ, model = job.integrate, job.model
     x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
@@ -84,6 +99,23 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
     if status == STOPPED:
         raise Stopped(job.id)
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
+    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
+                     time.perf_counter() - t0, kept)
+
+
+def simulate_layers(job: Job, positions: str = "none",
+                    stop: np.ndarray | None = None) -> JobResult:
+    """One layer model (docs/layers.md): its blocks drawn or read, h_0 through them, every
+    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last)."""
+    t0 = time.perf_counter()
+    blocks = params.blocks(job, functools.partial(_rng, job.seed))
+    flag = np.zeros(1, dtype=np.int64) if stop is None else stop
+    status, obs, kept = stack.run(job.model, initial_state(job), blocks, noise_key(job),
+                                  float(job.integrate.cluster_eps), flag,
+                                  positions == "trajectory")
+    if status == STOPPED:
+        raise Stopped(job.id)
+    kept = {"none": None, "final": kept[-1], "trajectory": kept}[positions]
     return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
                      time.perf_counter() - t0, kept)
 
@@ -106,17 +138,20 @@ def _use_fast_path(job: Job) -> bool:
              and model.noise == 0.0 and model.ffn == "none")
     if not plain:
         return False
+    beta = model.beta * model.beta_factor
     if model.attention == "softmax":
-        return model.beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
+        return beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
     if model.attention == "unnormalized":
-        return model.beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
+        return beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
     return False
 
 
 def strategy(job: Job) -> str:
     """general (drive.py), rows (fast.py: one serial compiled call) or blocked (blocked.py:
     BLAS for the two n x n x d products on fixed row tiles, which a job can share over
-    threads; runner.py says when it does)."""
+    threads; runner.py says when it does); layers for a layer model (sweep.core.layers)."""
+    if job.model.layers is not None:
+        return "layers"
     if not _use_fast_path(job):
         return "general"
     return "blocked" if job.model.n >= BLOCKED_MIN_N else "rows"
@@ -129,7 +164,7 @@ def _integrate(job: Job, x, obs, traj, flag, threads: int):
     how = strategy(job)
     if how == "general":
         return integrate(x, job_dynamics(job), *common)
-    beta, softmax = float(model.beta), model.attention == "softmax"
+    beta, softmax = float(model.beta * model.beta_factor), model.attention == "softmax"
     if how == "rows":
         return integrate_rows(x, beta, softmax, *common)
     return integrate_blocked(x, beta, softmax, *common, threads=threads)
@@ -138,6 +173,19 @@ def _integrate(job: Job, x, obs, traj, flag, threads: int):
 def times(integ) -> np.ndarray:
     """The save grid 0, save_every, ..., t_max."""
     return np.arange(integ.n_saves) * integ.save_every
+
+
+def records(job: Job) -> tuple[str, np.ndarray]:
+    """(dimension, its values) of a job's rows of observables: ("time", the save grid) for a
+    flow, ("layer", 0..L) for a layer model."""
+    if job.model.layers is not None:
+        return "layer", np.arange(job.model.layers + 1)
+    return "time", times(job.integrate)
+
+
+def columns(job: Job) -> tuple[str, ...]:
+    """The names of a job's columns of observables (a layer model adds LAYER_SERIES)."""
+    return OBSERVABLES + (tuple(LAYER_SERIES) if job.model.layers is not None else ())
 
 
 def t_cluster(t: np.ndarray, clustered: np.ndarray) -> float:
@@ -164,6 +212,8 @@ def warm_up(dtypes: set[str], strategies: tuple[str, ...] = ("general",)) -> Non
             integrate_rows(x.copy(), 1.0, True, *args)
         if "blocked" in strategies:
             integrate_blocked(x.copy(), 1.0, True, *args)
+        if "layers" in strategies:
+            stack.warm_up()
 
 
 def warm_up_jobs(jobs: list[Job]) -> None:
@@ -181,12 +231,14 @@ class Cost:
 
 # Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
 # demo on this project's 2-core reference machine; good to a factor of about 2.
-NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10}
+NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10, "layers": 1.5e9}
 
 
 def job_flop(job: Job) -> float:
     """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops
     each), plus 4 n d^2 for the matrix products when the matrices are not the identity."""
+    if job.model.layers is not None:
+        return cost.flop(job)
     n, d, m = job.model.n, job.model.d, job.model
     stages = 4 if job.integrate.method == "rk4" else 1
     matrix = 0 if m.qk == m.v == "identity" else 4 * n * d * d
@@ -203,6 +255,8 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     matrix and a few n-vectors per tile instead. Stage buffers count as a step touches them
     (1 for euler, 5 for rk4: pages never written take no memory). Checked against the peak
     resident memory a job adds (docs/performance.md)."""
+    if job.model.layers is not None:
+        return cost.nbytes(job, positions)
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0

@@ -15,7 +15,9 @@ import math
 
 import numpy as np
 
-STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785}
+# layer: x <- normalize(x + dt v) moves x toward v = A x (a convex combination of tokens
+# under softmax), so it converges near consensus for every dt > 0
+STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf}
 
 
 def relaxation_rate(attention: str, beta: float) -> float:
@@ -37,19 +39,20 @@ def exp_limit(dtype: str) -> float:
 
 def job_hint(model, integ) -> str:
     """Why a job with these settings may blow up or be inaccurate; '' if nothing known."""
-    if model.attention == "unnormalized" and model.beta > exp_limit(integ.dtype):
+    beta = model.beta * model.beta_factor  # the effective beta (model.beta_scale)
+    if model.attention == "unnormalized" and beta > exp_limit(integ.dtype):
         return (f"model.beta: exp(beta) overflows {integ.dtype} for beta > "
                 f"{exp_limit(integ.dtype):.1f} under unnormalized attention; these jobs end "
                 f"with status 1 (non-finite)")
-    limit = stable_dt(model.attention, model.beta, integ.method)
-    if integ.dt >= limit:
+    limit = stable_dt(model.attention, beta, integ.method)
+    if model.layers is None and integ.dt >= limit:
         return (f"integrate.dt: {integ.dt:g} is too large for {model.attention} attention at "
-                f"beta={model.beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
-                f"(relaxation rate {relaxation_rate(model.attention, model.beta):.3g} near "
+                f"beta={beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
+                f"(relaxation rate {relaxation_rate(model.attention, beta):.3g} near "
                 f"consensus); dt is used as given")
     # the energy sums n^2 terms up to e^beta, in float64 whatever the dtype
     energy_limit = exp_limit("float64") - 2 * math.log(model.n)
-    if model.beta > energy_limit:
+    if beta > energy_limit:
         return (f"model.beta: the energy E_beta overflows float64 for beta > {energy_limit:.1f}"
                 f" at n={model.n} and is stored as inf; the dynamics and the other observables "
                 "stay finite")

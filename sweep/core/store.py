@@ -28,11 +28,11 @@ from sweep import __version__
 from sweep.core.config import Config
 from sweep.core.grid import Job, axes
 from sweep.core.locks import HOST, owner_tag, pid_alive
-from sweep.core.simulate import JobResult, max_clusters, t_cluster, times
+from sweep.core.simulate import JobResult, columns, max_clusters, records, t_cluster
 from sweep.kernels.codes import (
     CLUSTERED,
+    LAYER_SERIES,
     N_CLUSTERS,
-    OBSERVABLES,
     SCALARS,
     SERIES,
     STATUS_FAILED,
@@ -224,7 +224,7 @@ def _part_problem(part: Part, job: Job) -> str:
     """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
     if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
-    want = (job.integrate.n_saves, len(OBSERVABLES))
+    want = (len(records(job)[1]), len(columns(job)))
     if not part.failed and (part.observables is None or part.observables.shape != want):
         got = None if part.observables is None else part.observables.shape
         return f"observables of shape {got}, expected {want}"
@@ -250,8 +250,9 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
     grid = axes(config)
     dims = tuple(a.name for a in grid)
     shape = tuple(len(a) for a in grid)
-    t = _time_axis(jobs)
-    series = np.full((len(jobs), t.size, len(OBSERVABLES)), np.nan)
+    record, t = _record_axis(jobs)
+    names = columns(jobs[0])
+    series = np.full((len(jobs), t.size, len(names)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
     scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
     for k, (job, part) in enumerate(zip(jobs, parts)):
@@ -267,17 +268,17 @@ def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = F
         scalars["t_cluster"][k] = t_cluster(t[rows], obs[:, CLUSTERED])
         scalars["max_clusters"][k] = max_clusters(obs[:, N_CLUSTERS])
     data = {}
-    for c, name in enumerate(OBSERVABLES):
-        data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
-                      _attrs(SERIES[name]))
+    for c, name in enumerate(names):
+        data[name] = (dims + (record,), series[:, :, c].reshape(shape + (t.size,)),
+                      _attrs({**SERIES, **LAYER_SERIES}[name]))
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
-    positions = _positions(config, jobs, parts, dims, shape, t)
+    positions = _positions(config, jobs, parts, dims, shape, (record, t))
     if positions is not None:
         data["positions"] = positions
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=_coords(grid, t))
+    ds = xr.Dataset(data, coords=_coords(grid, (record, t)))
     ds.attrs.update(provenance(config, command))
     return ds
 
@@ -302,32 +303,40 @@ def _attrs(meta: tuple[str, str]) -> dict:
 
 def _times(job: Job) -> np.ndarray:
     # rounded so that grids built from different save_every values share their common times
-    return np.round(times(job.integrate), 12)
+    return np.round(records(job)[1], 12)
 
 
-def _time_axis(jobs: list[Job]) -> np.ndarray:
-    """The union of every job's save grid (one grid unless t_max or save_every is swept)."""
+def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
+    """("time", the union of every job's save grid: one grid unless t_max or save_every is
+    swept), or ("layer", 0..the deepest model's L) for layer models."""
+    if jobs[0].model.layers is not None:
+        return "layer", np.arange(max(j.model.layers for j in jobs) + 1)
     grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
-    return np.unique(np.concatenate([_times(j) for j in grids.values()]))
+    return "time", np.unique(np.concatenate([_times(j) for j in grids.values()]))
 
 
-def _coords(grid, t) -> dict:
-    coords = {"time": ("time", t, {"long_name": "time", "units": "1"})}
+RECORD_NAMES = {"time": "time", "layer": "layer (0 = the input, l = after block l)"}
+
+
+def _coords(grid, record: tuple[str, np.ndarray]) -> dict:
+    name, t = record
+    coords = {name: (name, t, {"long_name": RECORD_NAMES[name], "units": "1"})}
     for axis in grid:
         for key, vals in zip(axis.keys, axis.values):
             attrs = {"long_name": key, "units": "1"}
             if axis.log and key == axis.name:
                 attrs["spacing"] = "log"
             if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
-                vals = [",".join(f"{b:g}" for b in v) if isinstance(v, tuple) else str(v)
-                        for v in vals]
+                vals = [",".join(b if isinstance(b, str) else f"{b:g}" for b in v)
+                        if isinstance(v, tuple) else str(v) for v in vals]
             coords[key] = (axis.name, np.asarray(vals), attrs)
     return coords
 
 
-def _positions(config, jobs, parts, dims, shape, t):
+def _positions(config, jobs, parts, dims, shape, record: tuple[str, np.ndarray]):
     if config.output.positions == "none" or {"n", "d"} & set(dims):
         return None
+    t = record[1]
     n, d = jobs[0].model.n, jobs[0].model.d
     traj = config.output.positions == "trajectory"
     extra = (t.size, n, d) if traj else (n, d)
@@ -335,9 +344,9 @@ def _positions(config, jobs, parts, dims, shape, t):
     for k, part in enumerate(parts):
         if part is not None and part.positions is not None:
             out[k, : part.positions.shape[0]] = part.positions
-    names = dims + (("time",) if traj else ()) + ("token", "component")
-    return names, out.reshape(shape + extra), {"long_name": "token positions on the sphere",
-                                                "units": "1"}
+    names = dims + ((record[0],) if traj else ()) + ("token", "component")
+    what = "hidden states h" if record[0] == "layer" else "token positions on the sphere"
+    return names, out.reshape(shape + extra), {"long_name": what, "units": "1"}
 
 
 def provenance(config: Config, command: str | None = None) -> dict:

@@ -75,6 +75,11 @@ SERIES = {
     "attention_entropy": ("mean Shannon entropy of the attention rows", "nat"),
 }
 OBSERVABLES = tuple(SERIES)
+# what a layer model records beside SERIES, over (axes..., layer)
+LAYER_SERIES = {
+    "token_norm": ("mean Euclidean norm of the hidden states h_i (the observables use "
+                   "h_i / |h_i|)", "1"),
+}
 N_OBS = len(OBSERVABLES)
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
