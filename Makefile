@@ -99,13 +99,32 @@ figures/condensation-lines.png: results/condensation.nc sweep/analysis/plots.py
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.
 .PHONY: figures-trained
-figures-trained: figures/trained-vs-random.png
+figures-trained: figures/trained-vs-random.png figures/layers.png
 
 results/minilm/index.json: | $(VENV)/.models
 	$(SWEEP) extract --controls -o results/minilm
 
-results/probe-readme-intro.nc: configs/texts/readme-intro.txt | $(VENV)/.models
-	$(SWEEP) probe --text $< -o $@
+results/probe-readme-intro.nc results/embeddings-readme-intro.npy &: \
+		configs/texts/readme-intro.txt | $(VENV)/.models
+	$(SWEEP) probe --text $< -o results/probe-readme-intro.nc \
+		--save-embeddings results/embeddings-readme-intro.npy
+
+# MiniLM as a layer model (docs/layers.md): the weights folder, the components sweep, the
+# identity-weight baseline, then the figure, its numbers (figures/layers.json) and the table
+# of docs/layers.md, all from one rule.
+results/minilm-full/index.json: | $(VENV)/.models
+	$(SWEEP) extract --full --controls -o results/minilm-full
+
+results/minilm-layers.nc: configs/minilm-layers.yaml results/minilm-full/index.json \
+                          results/embeddings-readme-intro.npy
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+results/minilm-identity.nc: configs/minilm-identity.yaml results/embeddings-readme-intro.npy
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+figures/layers.png figures/layers.json &: results/minilm-layers.nc results/minilm-identity.nc \
+                                          figures/layers.py
+	$(PY) figures/layers.py $(word 1,$^) $(word 2,$^) figures/layers.png --docs docs/layers.md
 
 results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/index.json
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)

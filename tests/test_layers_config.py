@@ -43,7 +43,7 @@ REFUSED = [
     ({**LAYERS, "norm": "peri", "noise": 0.1}, {}, {}, "model.noise: norm: peri"),
     ({**LAYERS, "norm": "post", "ffn": "gaussian"}, {}, {}, "model.ffn: gaussian is the in-step"),
     ({**LAYERS, "components": "no_ffn"}, {}, {}, "model.components: no_ffn changes nothing"),
-    ({**LAYERS, "ffn": "mlp", "components": "no_ln_gain"}, {}, {},
+    ({**LAYERS, "norm": "post", "components": "no_ln_gain"}, {}, {},
      "model.components: no_ln_gain changes nothing"),
     ({**LAYERS, "components": "no_attention"}, {}, {}, "model.components: 'no_attention'"),
     ({**LAYERS, "components": "full+no_ffn"}, {}, {}, "model.components: 'full+no_ffn'"),
@@ -75,7 +75,7 @@ def test_a_sweep_of_flows_and_layer_models_is_refused(tmp_path):
 
 def test_a_layer_model_plans_with_its_cost(tmp_path):
     result = plan(tmp_path, {**LAYERS, "norm": "post", "ffn": "mlp"},
-                  grid={"components": ["full", "no_ffn", "identity_ffn+no_ln_gain"]})
+                  grid={"components": ["full", "no_ffn", "identity_ffn+v_identity"]})
     assert result.exit_code == 0, result.output
     assert "components" in result.output and "3 job" in result.output
 

@@ -430,7 +430,7 @@ def _check_numpy_layers(model: Model, init: Init, at: str) -> None:
 def _check_components(model: Model, at: str) -> None:
     off = parse_components(model.components)
     no_op = {"no_ffn": model.ffn == "none", "identity_ffn": model.ffn == "none",
-             "no_ln_gain": model.norm == "sphere" or model.norm_fn != "layernorm"}
+             "no_ln_gain": model.weights is None or model.norm_fn != "layernorm"}
     for name in sorted(off):
         if no_op.get(name):
             raise ConfigError(f"model.components: {name} changes nothing here (ffn: "
