@@ -59,14 +59,15 @@ clean:
 # FIG_WORKERS threads; -j2 runs the two sweeps side by side.
 FIG_WORKERS ?= 1
 FIGURES := figures/phase-glpr.png figures/phase-glpr-lines.png \
-           figures/condensation.png figures/condensation-lines.png
+           figures/condensation.png figures/condensation-lines.png figures/hysteresis.png
 
 figures: $(FIGURES)
 
-results/phase-glpr.nc results/condensation.nc: results/%.nc: configs/%.yaml | $(VENV)/.installed
+results/phase-glpr.nc results/condensation.nc results/hysteresis.nc: \
+        results/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-results/theory-equiangular-n32.nc: sweep/analysis/theory.py | $(VENV)/.installed
+results/theory-equiangular-n32.nc: sweep/analysis/theory/equiangular.py | $(VENV)/.installed
 	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9 181 --t-max 30 \
 		--save-every 0.25 -o $@
 
@@ -94,6 +95,16 @@ figures/condensation.png: results/condensation.nc results/condensation.threshold
 
 figures/condensation-lines.png: results/condensation.nc sweep/analysis/plots.py
 	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@
+
+# The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
+# figure and its numbers (the sidecar figures/hysteresis.json) from one rule.
+results/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
+                                    sweep/analysis/theory/bessel.py | $(VENV)/.installed
+	$(SWEEP) theory kappa-c --d 8 --beta 3 -o $@ > /dev/null
+
+figures/hysteresis.png figures/hysteresis.json &: results/hysteresis.nc \
+        results/theory-kappa-c-d8-beta3.nc figures/hysteresis.py sweep/analysis/thresholds.py
+	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) figures/hysteresis.png
 
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install

@@ -159,7 +159,7 @@ def test_theory_commands_print_and_write(tmp_path):
      "kappa"),
     (["plot", "{res}", "--var", "clustered_fraction", "-o", "{tmp}/a.gif"], "a.gif"),
     (["plot", "{tmp}/missing.nc", "--var", "x"], "missing.nc"),
-    (["theory", "equiangular", "--model", "relu"], "relu"),
+    (["theory", "equiangular", "--model", "hardmax"], "hardmax"),
     (["theory", "equiangular", "--eps", 2], "eps"),
 ])
 def test_bad_names_and_files_exit_2(results, tmp_path, args, word):

@@ -122,20 +122,23 @@ def test_softmax_multi_head_energy_can_fall_where_one_head_cannot():
     assert count > 0 and worst > 1e-6
 
 
-@pytest.mark.parametrize("n", [64, 256])
+@pytest.mark.parametrize("n", [128, 256])
 def test_noise_transition_at_kappa_c_on_the_circle(n):
-    """USA drift, d = 2: uniform state stable for kappa < kappa_c = beta / I_1(beta)."""
+    """USA drift, d = 2: the uniform state is stable for kappa < kappa_c = beta / I_1(beta).
+    Probed at D = 0.8 and 1.25 D_c, so a threshold off by a factor 2 (Mun-Rosenzweig's
+    K_# = kappa_c / 2 taken for ours, say) puts both probes on one side and fails."""
     beta = 1.0
     noise_c = special.iv(1, beta) / beta  # D = 1 / kappa
     x0 = states.uniform(n, 2, np.random.default_rng(n))
     r = {}
-    for factor in (0.5, 2.0):
+    for factor in (0.8, 1.25):
         model = dict(attention="unnormalized", beta=beta, noise=factor * noise_c,
                      noise_key=n)
         _, obs, _, _ = run_kernel(x0, dt=0.05, stride=20, n_saves=41, model=model)
         r[factor] = obs[20:, 0].mean()  # t in [20, 40]
-    assert r[0.5] > 0.6                 # kappa = 2 kappa_c: ordered, r = O(1)
-    assert r[2.0] < 2.5 / np.sqrt(n)    # kappa = kappa_c / 2: disordered, r = O(n^-1/2)
+    # measured (3 seeds, n = 128 and 256): r = 0.69-0.72 ordered; r sqrt(n) = 1.5-2.3 disordered
+    assert r[0.8] > 0.45                 # kappa = 1.25 kappa_c: ordered, r = O(1)
+    assert r[1.25] < 3.5 / np.sqrt(n)    # kappa = 0.8 kappa_c: disordered, r = O(n^-1/2)
 
 
 @pytest.mark.parametrize("beta", [4.0, 16.0])

@@ -142,63 +142,169 @@ def plot_cmd(
 theory_app = typer.Typer(no_args_is_help=True, help="Theory curves to compare sweeps with.")
 app.add_typer(theory_app, name="theory")
 
+DimsOpt = Annotated[list[float], typer.Option("--d", help="Dimension(s), repeatable.",
+                                              show_default=False)]
+BetasOpt = Annotated[list[float], typer.Option("--beta", help="Beta(s), repeatable.",
+                                               show_default=False)]
+
+
+def _table(header: list[str], rows) -> None:
+    table = Table()
+    for col in header:
+        table.add_column(col, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)
+
+
+def _write(ds, output: Path | None) -> Path | None:
+    """Write a theory dataset where -o asks (inside user_errors: a bad path is exit 1)."""
+    return write_dataset(ds, output) if output is not None else None
+
+
+def _written(path: Path | None) -> None:
+    if path is not None:
+        out.print(f"theory: {path}")
+
+
+def _head_betas(given: list[str] | None) -> list[tuple[float, ...]] | None:
+    if not given:
+        return None
+    try:
+        return [tuple(float(b) for b in text.split(",")) for text in given]
+    except ValueError:
+        raise fail(f"--head-beta: expected numbers separated by commas, got "
+                   f"{' '.join(given)!r}") from None
+
 
 @theory_app.command("equiangular")
 def theory_equiangular(
         n: Annotated[int, typer.Option("--n", min=2, help="Tokens.")] = 32,
         model: Annotated[str, typer.Option(
-            "--model", help="softmax | unnormalized.")] = "softmax",
+            "--model", help="softmax | unnormalized | relu.")] = "softmax",
         eps: Annotated[float, typer.Option("--eps", help="Boundary at rho = 1 - eps.")] = 1e-3,
-        beta: Annotated[tuple[float, float, int], typer.Option(
-            "--beta", help="Betas as START STOP NUM (linspace).")] = (0.0, 9.0, 91),
+        beta: Annotated[tuple[float, float, int] | None, typer.Option(
+            "--beta", help="Betas as START STOP NUM (linspace; default 0 9 91).",
+            show_default=False)] = None,
+        head_beta: Annotated[list[str] | None, typer.Option(
+            "--head-beta", help="Instead of --beta: one beta per head, B1,B2,... (heads are "
+                                "averaged); repeatable, one grid point each.")] = None,
         t_max: Annotated[float, typer.Option("--t-max", help="Last time of rho(t).")] = 30.0,
         save_every: Annotated[float, typer.Option(
             "--save-every", help="Time step of the rho(t) grid.")] = 0.5,
         rho0: Annotated[float, typer.Option("--rho0", help="Initial cosine.")] = 0.0,
         output: FileOut = None):
     """The equiangular-ODE (t, beta) boundary: t*(beta) where rho_beta(t) = 1 - eps."""
-    import numpy as np
-
     from sweep.analysis import theory
 
-    if beta[2] < 1 or t_max <= 0 or save_every <= 0:
-        raise fail("--beta NUM, --t-max and --save-every must be positive")
-    betas = np.linspace(*beta)
-    times = np.arange(round(t_max / save_every) + 1) * save_every
+    heads = _head_betas(head_beta)
     with user_errors():
-        ds = theory.equiangular(n, model, eps, betas, times, rho0)
-        path = write_dataset(ds, output) if output is not None else None
-    out.print(f"equiangular ODE, n = {n}, {model}: time t* at which rho = 1 - {eps:g}")
-    table = Table()
-    table.add_column("beta", justify="right")
-    table.add_column("t*", justify="right")
-    step = max(1, betas.size // 20)
-    for b, t in zip(betas[::step], ds.t_boundary.values[::step]):
-        table.add_row(f"{b:g}", f"{t:.5g}")
-    out.print(table)
-    if path is not None:
-        out.print(f"theory: {path}")
+        ds = theory.equiangular(n, model, eps, beta, t_max, save_every, rho0, heads)
+        path = _write(ds, output)
+    dim = ds.t_boundary.dims[0]
+    out.print(f"equiangular ODE, n = {n}, {model}, rho(0) = {rho0:g}: time t* at which "
+              f"rho = 1 - {eps:g}")
+    step = max(1, ds.sizes[dim] // 20)
+    rows = [(str(b), f"{t:.5g}") for b, t in zip(ds[dim].values[::step],
+                                                  ds.t_boundary.values[::step])]
+    header = [dim, "t*"]
+    if model == "relu":  # time scales as 1/beta: beta t* is the number to compare
+        header.append("beta t*")
+        rows = [(b, t, f"{float(b) * float(t):.5g}") for b, t in rows]
+    _table(header, rows)
+    _written(path)
 
 
 @theory_app.command("kappa-c")
-def theory_kappa_c(
-        d: Annotated[list[float], typer.Option("--d", help="Dimension(s), repeatable.")],
-        beta: Annotated[list[float], typer.Option("--beta", help="Beta(s), repeatable.")],
-        output: FileOut = None):
+def theory_kappa_c(d: DimsOpt, beta: BetasOpt, output: FileOut = None):
     """Noise threshold kappa_c = beta / E[t e^(beta t)] of the unnormalized model."""
     from sweep.analysis import theory
 
     with user_errors():
         ds = theory.kappa_c_dataset(d, beta)
-        path = write_dataset(ds, output) if output is not None else None
+        path = _write(ds, output)
     out.print("kappa_c(beta, d) of the unnormalized model; noise threshold D_c = 1 / kappa_c")
-    table = Table()
-    for col in ("d", "beta", "kappa_c", "D_c"):
-        table.add_column(col, justify="right")
+    out.print(f"convention: {theory.CONVENTION}")
+    rows = []
     for dd in ds.d.values:
         for b in ds.beta.values:
-            k = float(ds.kappa_c.sel(d=dd, beta=b))
-            table.add_row(f"{dd:g}", f"{b:g}", f"{k:.8g}", f"{1 / k:.8g}" if k else "inf")
-    out.print(table)
-    if path is not None:
-        out.print(f"theory: {path}")
+            p = ds.sel(d=dd, beta=b)
+            k = float(p.kappa_c)
+            kind = "discontinuous" if int(p.discontinuous) else "continuous"
+            rows.append((f"{dd:g}", f"{b:g}", f"{k:.8g}", f"{1 / k:.8g}" if k else "inf",
+                         f"{float(p.k_sharp):.8g}", f"{float(p.beta_star):.5g}", kind))
+    _table(["d", "beta", "kappa_c", "D_c", "K_# (M-R)", "beta*", "transition"], rows)
+    _written(path)
+
+
+@theory_app.command("beta-star")
+def theory_beta_star(d: DimsOpt, output: FileOut = None):
+    """beta*(d), above which the noisy transition is discontinuous (Mun-Rosenzweig)."""
+    from sweep.analysis import theory
+
+    with user_errors():
+        ds = theory.beta_star_dataset(d)
+        path = _write(ds, output)
+    out.print("beta*(d): I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d; the noisy transition is "
+              "continuous below it, discontinuous above (kappa_c is then not the transition)")
+    _table(["d", "beta*", "kappa_c(beta*)", "D_c(beta*)"],
+           [(f"{dd:g}", f"{b:.6g}", f"{k:.6g}", f"{1 / k:.6g}") for dd, b, k in
+            zip(ds.d.values, ds.beta_star.values, ds.kappa_c.values)])
+    _written(path)
+
+
+@theory_app.command("modes")
+def theory_modes(
+        d: DimsOpt, beta: BetasOpt,
+        model: Annotated[str, typer.Option("--model", help="softmax | unnormalized.")]
+        = "softmax",
+        noise: Annotated[float, typer.Option("--noise", help="Diffusion D = 1/kappa.")] = 0.0,
+        k_max: Annotated[int | None, typer.Option(
+            "--k-max", min=1, help="Highest degree kept (default: past the fastest).")] = None,
+        output: FileOut = None):
+    """The fastest-growing spherical-harmonic mode of the uniform state (linearised)."""
+    from sweep.analysis import theory
+
+    with user_errors():
+        ds = theory.modes(d, beta, model, noise, k_max)
+        path = _write(ds, output)
+    out.print(f"growth rate g_k of the degree-k mode around the uniform state, {model}, "
+              f"D = {noise:g}")
+    shown = ds.k.values[:4]
+    rows = []
+    for dd in ds.d.values:
+        for b in ds.beta.values:
+            p = ds.sel(d=dd, beta=b)
+            g = p.growth_rate.sel(k=shown).values
+            rows.append((f"{dd:g}", f"{b:g}", str(int(p.fastest_mode)),
+                         f"{float(p.fastest_rate):.5g}", *(f"{x:.4g}" for x in g)))
+    _table(["d", "beta", "fastest k", "g_k", *(f"g_{k}" for k in shown)], rows)
+    _written(path)
+
+
+@theory_app.command("long-context")
+def theory_long_context(
+        n: Annotated[list[int], typer.Option("--n", help="Tokens, repeatable.",
+                                             show_default=False)],
+        rho: Annotated[list[float], typer.Option("--rho", help="Input cosine(s), repeatable.",
+                                                 show_default=False)],
+        gamma: Annotated[list[float], typer.Option(
+            "--gamma", help="beta = gamma log n, repeatable.", show_default=False)],
+        output: FileOut = None):
+    """One attention layer on equiangular inputs at beta = gamma log n: the output cosine."""
+    from sweep.analysis import theory
+
+    with user_errors():
+        ds = theory.long_context(n, rho, gamma)
+        path = _write(ds, output)
+    out.print("output cosine of one softmax layer (no residual) on equiangular inputs; "
+              "limit n -> infinity: 1, 4 rho / (1 + 3 rho), rho for gamma <, =, > 1 / (1 - rho)")
+    rows = []
+    for nn in ds.n.values:
+        for r in ds.rho.values:
+            for g in ds.gamma.values:
+                p = ds.sel(n=nn, rho=r, gamma=g)
+                rows.append((str(nn), f"{r:g}", f"{g:g}", f"{float(p.beta):.5g}",
+                             f"{float(p.output_cosine):.6g}", f"{float(p.limit):.6g}"))
+    _table(["n", "rho", "gamma", "beta", "output cosine", "limit"], rows)
+    _written(path)
