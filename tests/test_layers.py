@@ -7,6 +7,7 @@ import yaml
 
 import reference
 from helpers import invoke, load
+from sweep.analysis.theory import output_cosine
 from sweep.core import config
 from sweep.core.grid import expand
 from sweep.core.layers import params
@@ -191,18 +192,11 @@ def test_shards_of_a_layer_sweep_merge_to_the_unsharded_dataset(tmp_path):
 
 # ---------------------------------------------------------------- long context (THEORY 7)
 
-def _output_cosine(n, rho, beta):
-    """One softmax layer y_i = sum_j A_ij x_j on equiangular x: the cosine of two outputs."""
-    a, b = np.exp(beta), np.exp(beta * rho)
-    s1 = 1 + (n - 1) * rho
-    common = 2 * (a - b) * b * s1 + b * b * n * s1
-    return ((a - b) ** 2 * rho + common) / ((a - b) ** 2 + common)
-
-
 @pytest.mark.physics
 def test_one_layer_at_beta_gamma_log_n_gives_the_long_context_cosines(tmp_path):
     """n = 1024, rho = 0.5, beta = gamma log n (beta_scale: log_n), no residual (skip 0):
-    the output cosine is 0.9991, 0.8003, 0.5154 for gamma = 1, 2, 3 (2512.01868)."""
+    the output cosine is 0.9991, 0.8003, 0.5154 for gamma = 1, 2, 3 (2512.01868), the exact
+    finite-n value of `sweep theory long-context` to 1e-10."""
     n = 1024
     ds = _merged(tmp_path, {"d": n + 1, "n": n, "layers": 1, "norm": "post",
                             "norm_fn": "unit", "skip": 0.0, "beta_scale": "log_n"},
@@ -210,6 +204,17 @@ def test_one_layer_at_beta_gamma_log_n_gives_the_long_context_cosines(tmp_path):
     cos = ds.mean_cosine.isel(seed=0)
     np.testing.assert_allclose(cos.sel(layer=0), 0.5, atol=1e-12)
     np.testing.assert_allclose(cos.sel(layer=1), [0.9991, 0.8003, 0.5154], atol=1e-4)
-    want = [_output_cosine(n, 0.5, g * np.log(n)) for g in (1.0, 2.0, 3.0)]
+    want = output_cosine(n, 0.5, [1.0, 2.0, 3.0])  # sweep theory long-context
     np.testing.assert_allclose(cos.sel(layer=1), want, rtol=0, atol=1e-10)
     np.testing.assert_allclose(ds.min_cosine.isel(seed=0).sel(layer=1), want, atol=1e-10)
+
+
+def test_a_blow_up_is_status_1_and_a_stop_abandons_the_job():
+    from sweep.core.simulate import Stopped
+
+    blown = simulate(job({"d": 3, "n": 5, "layers": 3, "norm": "pre", "alpha": 1e308,
+                          "skip": 1e308})[0])
+    assert blown.status == 1
+    assert np.isfinite(blown.observables[0]).all() and np.isnan(blown.observables[1:]).all()
+    with pytest.raises(Stopped):
+        simulate(job({"d": 3, "n": 5, "layers": 3})[0], stop=np.ones(1, dtype=np.int64))

@@ -43,14 +43,17 @@ def record(h: np.ndarray, dyn: Dynamics, eps: float, out: np.ndarray, on_sphere:
 
 
 def advance(h: np.ndarray, b: Block, model, dyn: Dynamics, layer: int) -> np.ndarray:
-    """h after block `layer` (1-based); a sphere layer steps h in place."""
+    """h after block `layer` (1-based); a sphere layer steps h in place. A blow-up is a
+    result (status 1, NONFINITE), so NumPy's overflow warnings are not raised."""
     if model.norm != "sphere":
-        return transformer.block(h, b, model)
+        with np.errstate(all="ignore"):
+            return transformer.block(h, b, model)
     step(h, dyn, LAYER, float(model.alpha), workspace(h, dyn), layer - 1)
     if b.ffn is None:
         return h
-    ffn = transformer.sublayer(h, lambda y: transformer.feed_forward(y, b.ffn), b.ln2, b,
-                               model)
+    with np.errstate(all="ignore"):
+        ffn = transformer.sublayer(h, lambda y: transformer.feed_forward(y, b.ffn), b.ln2, b,
+                                   model)
     return np.ascontiguousarray(ffn)
 
 
