@@ -172,3 +172,12 @@ def test_a_broken_weights_folder_is_one_line_naming_it(tiny, tmp_path, edit, mes
     assert result.exit_code == 2, result.output
     line = result.output.strip()
     assert len(line.splitlines()) == 1 and message in line, line
+
+
+def test_save_embeddings_to_an_unwritable_place_is_exit_1_in_one_line(tiny, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    result = invoke("probe", "--model", tiny[2], "--text", tiny[5], "-o", tmp_path / "p.nc",
+                    "--save-embeddings", blocker / "e.npy")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "e.npy: cannot write" in result.output.strip().splitlines()[-1]

@@ -78,6 +78,7 @@ def test_a_layer_model_plans_with_its_cost(tmp_path):
                   grid={"components": ["full", "no_ffn", "identity_ffn+v_identity"]})
     assert result.exit_code == 0, result.output
     assert "components" in result.output and "3 job" in result.output
+    assert "layers per job: 3" in result.output
 
 
 # ---------------------------------------------------------------- beta_scale

@@ -61,7 +61,10 @@ def plan(config: ConfigArg, sets: SetOpt = None,
             table.add_row(key, str(len(vals)), _summary(vals))
     out.print(table)
     cost = estimate(jobs, cfg.output.positions)
-    out.print(f"steps per job: {jobs[0].integrate.n_steps}  |  work: {cost.gflop:.3g} GFLOP  "
+    depth = jobs[0].model.layers  # a layer model's steps are its layers
+    steps = f"layers per job: {depth}" if depth is not None else \
+        f"steps per job: {jobs[0].integrate.n_steps}"
+    out.print(f"{steps}  |  work: {cost.gflop:.3g} GFLOP  "
               f"|  peak memory per job: {cost.peak_mib:.3g} MiB  |  estimated time: "
               f"{cost.seconds:.3g} s on one core")
     if workers < min(cpus, len(jobs)):
