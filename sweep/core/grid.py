@@ -27,6 +27,7 @@ from sweep.core.config import (
     show,
     stable_hash,
 )
+from sweep.core.layer_keys import check_layers
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
 SEED_RULE = make_rule(int, low=0)
@@ -215,6 +216,7 @@ def expand(config: Config) -> list[Job]:
                 else:
                     sections[section] = replace(sections[section], **{key: vals[i]})
         where = f"grid point {index}: " + ", ".join(f"{k}={v}" for k, v in params.items())
+        check_layers(sections["model"], sections["init"], sections["integrate"], f" ({where})")
         check_job(sections["model"], sections["init"], sections["integrate"], where)
         digests = inputs.check(sections["model"], sections["init"], seed, config.source)
         digests.update(weights.check(sections["model"], config.source))
