@@ -155,7 +155,7 @@ def test_each_layer_draws_its_own_matrices_and_a_list_names_them(tmp_path):
 def _merged(tmp_path, model, grid, init=None):
     path = write(tmp_path, {"name": "m", "model": model, "init": init or {}, "grid": grid,
                             "output": {"path": str(tmp_path / "m.nc")}}, "m.yaml")
-    result = invoke("run", path)
+    result = invoke("run", path, "--workers", 2)
     assert result.exit_code == 0, result.output
     return load(tmp_path / "m.nc")
 
