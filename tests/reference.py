@@ -59,7 +59,7 @@ def components(adjacency):
 
 
 def observables(x, kind, beta, eps):
-    """The SPEC observables, in the kernel's column order."""
+    """The observables of docs/results.md, in the kernel's column order."""
     n = x.shape[0]
     g = x @ x.T
     off = ~np.eye(n, dtype=bool)
@@ -94,7 +94,7 @@ def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):
 
 
 def equiangular_rhs(rho, n, beta, kind):
-    """d rho / dt for an equiangular configuration (THEORY item 2)."""
+    """d rho / dt for an equiangular configuration (docs/theory.md, result 2)."""
     e = np.exp(beta * rho)
     if kind == "softmax":
         return 2 * e * (1 - rho) * ((n - 1) * rho + 1) / (np.exp(beta) + (n - 1) * e)
@@ -283,7 +283,7 @@ def zoo_step(x, model, method, dt, tick):
 
 
 def zoo_observables(x, model, eps):
-    """SPEC observables; energy and entropy are means over heads."""
+    """The observables of docs/results.md; energy and entropy are means over heads."""
     n, d = x.shape
     betas, qk, _, name, param = _parts(model, d)
     base = observables(x, "softmax", 0.0, eps)

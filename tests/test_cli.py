@@ -94,7 +94,7 @@ def test_interrupted_run_resumes_to_identical_dataset(cfg_path, tmp_path, monkey
 
     cfg = config.load(cfg_path)
     jobs = expand(cfg)
-    store = Store(tmp_path / "resumed.nc", cfg.hash)
+    store = Store(cfg, tmp_path / "resumed.nc")
     real = runner.simulate
 
     def held_back(job, positions="none", stop=None, **options):
@@ -179,5 +179,5 @@ def test_merge_reads_only_parts_of_this_grid(cfg_path, tmp_path):
     bigger = config.load(cfg_path, ["grid.beta=[0.0, 1.0, 4.0, 8.0]"])
     result = invoke("run", cfg_path, "--out", out, "--set", "grid.beta=[0.0, 1.0, 4.0, 8.0]")
     assert "12 job(s) already complete" in result.output  # extending a grid reuses results
-    ds = merge(cfg, expand(cfg), Store(out, cfg.hash))
+    ds = merge(Store(cfg, out))
     assert ds.sizes["beta"] == 3 and bigger.hash != cfg.hash

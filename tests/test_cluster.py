@@ -15,7 +15,7 @@ from helpers import assert_same_results, invoke, load
 from sweep.core import config
 from sweep.core.config import ConfigError
 from sweep.core.grid import expand, shard
-from sweep.core.store import Store
+from sweep.core.store import Store, parts_dir
 from sweep.scheduling import shards, status
 
 # ---------------------------------------------------------------- shard variables
@@ -98,7 +98,7 @@ def test_shards_from_the_environment_merge_to_the_unsharded_result(cfg_path, tmp
         assert f"shard {i} of {k} (from SGE)" in result.output
         assert not out.exists()  # a task writes its parts only
         done += len(range(i, n_jobs, k))
-        assert len(list(Store(out, "").dir.glob("*.npz"))) == done
+        assert len(list(parts_dir(out).glob("*.npz"))) == done
     assert invoke("merge", cfg_path, "--out", out).exit_code == 0
     assert_same_results(load(out), load(whole))
 
@@ -109,7 +109,7 @@ def test_more_shards_than_jobs(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     result = invoke("run", cfg_path, "--out", out, env={"SWEEP_SHARD": "8/10"})
     assert result.exit_code == 0 and "0 job(s) run" in result.output
-    assert not list(Store(out, "").dir.glob("*.npz")) and not out.exists()
+    assert not list(parts_dir(out).glob("*.npz")) and not out.exists()
 
 
 # ---------------------------------------------------------------- status, retries
@@ -118,7 +118,7 @@ def test_status_lists_missing_and_failed_and_the_shards_to_rerun(cfg_path, tmp_p
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     store.path(jobs[1]).unlink()
     store.write_failure(jobs[4], "FloatingPointError: boom", 0.1)
     result = invoke("status", cfg_path, "--out", out, "--shards", 3)
@@ -139,7 +139,7 @@ def test_only_failed_retries_failed_jobs_only(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     before = load(out)
     store.path(jobs[0]).unlink()
     store.write_failure(jobs[3], "RuntimeError: node died", 0.1)
@@ -157,7 +157,7 @@ def test_merge_refuses_missing_and_foreign_parts(cfg_path, tmp_path):
     out = tmp_path / "x.nc"
     invoke("run", cfg_path, "--out", out)
     cfg = config.load(cfg_path)
-    jobs, store = expand(cfg), Store(out, cfg.hash)
+    jobs, store = expand(cfg), Store(cfg, out)
     shutil.copy(store.path(jobs[2]), store.path(jobs[5]))  # job 2's part under job 5's name
     result = invoke("merge", cfg_path, "--out", out)
     assert result.exit_code == 1 and f"holds job {jobs[2].id}, not {jobs[5].id}" in result.output
@@ -193,7 +193,7 @@ def test_kill_9_midway_then_resume_gives_identical_results(tmp_path):
     out = tmp_path / "killed.nc"
     cmd = [sys.executable, "-m", "sweep", "run", str(path), "--out", str(out), "--workers", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    parts = Store(out, "").dir
+    parts = parts_dir(out)
     deadline = time.monotonic() + 120
     while len(list(parts.glob("*.npz"))) < 2 and proc.poll() is None \
             and time.monotonic() < deadline:

@@ -1,5 +1,5 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
-reference, and the choice between them in simulate."""
+reference, and the choice between them (sweep.core.kernel)."""
 
 import os
 import subprocess
@@ -15,10 +15,10 @@ from threadpoolctl import threadpool_limits
 import reference as ref
 from helpers import allocations, assert_matches_reference
 from sweep.core import config, runner, simulate
+from sweep.core import kernel as plans
 from sweep.core.grid import expand
 from sweep.core.states import uniform
 from sweep.core.store import Store
-from sweep.kernels import blocked
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
@@ -128,18 +128,18 @@ def blocked_bytes(n, threads):
 
 def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes(monkeypatch):
     # a [TILE, n] tile of the Gram matrix per thread, never n x n (16x from n = 1000 to 4000)
-    monkeypatch.setattr(blocked, "SYMMETRIC_MAX_BYTES", 0)  # as a system too big for Symmetric
+    monkeypatch.setattr(plans, "SYMMETRIC_MAX_BYTES", 0)  # as a system too big for Symmetric
     small, large = blocked_bytes(1000, 1), blocked_bytes(4000, 1)
     assert large == pytest.approx(4 * small, rel=0.01)
     assert blocked_bytes(4000, 3) - large == pytest.approx(2 * TILE * 4000 * 8, rel=0.02)
     (job,) = jobs([1.0], n=4000, d=4)
-    assert simulate.strategy(job) == "blocked"
-    assert large <= simulate.job_bytes(job) < 1.1 * large
+    assert plans.kernel_plan(job) == plans.KernelPlan("blocked", "float64", symmetric=False)
+    assert large <= plans.job_bytes(job) < 1.1 * large
 
 
 def test_symmetric_computes_only_the_upper_tile_blocks():
     # half the Gram products and exponentials: nothing left of the diagonal blocks is written
-    n = blocked.SYMMETRIC_MIN_N + 40
+    n = plans.SYMMETRIC_MIN_N + 40
     x = uniform(n, 6, np.random.default_rng(2))
     work = Symmetric(x, 2.0, True)
     work.w[:] = np.nan
@@ -150,8 +150,8 @@ def test_symmetric_computes_only_the_upper_tile_blocks():
         assert np.isnan(work.w[lo:hi, :lo]).all()
     np.testing.assert_allclose(out, ref.velocity(x, "softmax", 2.0), rtol=0, atol=1e-13)
     (job,) = jobs([1.0], n=n, d=6)
-    assert simulate.strategy(job) == "blocked" and blocked.symmetric_fits(n, 8)
-    assert simulate.job_bytes(job) > work.w.nbytes
+    assert plans.kernel_plan(job) == plans.KernelPlan("blocked", "float64", symmetric=True)
+    assert plans.job_bytes(job) > work.w.nbytes
 
 
 def clustered(n, d, rng):
@@ -308,7 +308,7 @@ def test_stop_flag_is_polled_every_step(kernel):
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
     # multi-threaded BLAS changes last bits (seen at this size), so a run would depend on the
     # worker count; the runner holds it to one thread whatever --workers says
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", 8)
     raw = {"name": "big", "model": {"n": 300, "d": 24, "beta": 3.0},
            "integrate": {"method": "rk4", "dt": 0.1, "t_max": 0.2, "save_every": 0.2},
            "grid": {"seed": [0, 1, 2]}}
@@ -318,7 +318,7 @@ def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
         want = [simulate.simulate(job).observables for job in jobs]
     # three jobs on two threads run side by side; one job alone shares its tiles over both
     for k, (workers, count) in enumerate([(1, 3), (2, 3), (2, 1)]):
-        store = Store(tmp_path / f"run{k}.nc", cfg.hash)
+        store = Store(cfg, tmp_path / f"run{k}.nc")
         runner.run(jobs[:count], store, workers=workers)
         for job, obs in zip(jobs[:count], want):
             np.testing.assert_array_equal(store.read(job).observables, obs)
@@ -364,24 +364,28 @@ def jobs(betas=(0.0, 2.0), **model):
     return expand(config.from_dict(raw))
 
 
+def strategy(job):
+    return plans.kernel_plan(job).strategy
+
+
 def test_strategy_follows_size_and_model(monkeypatch):
-    assert [simulate.strategy(j) for j in jobs()] == ["rows", "rows"]
+    assert [strategy(j) for j in jobs()] == ["rows", "rows"]
     # beyond these, the fast kernels' exponent range would clamp: the general path runs
-    assert [simulate.strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [
+    assert [strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [
         "rows", "general"]
-    assert [simulate.strategy(j) for j in jobs([1e3, 1e5])] == ["rows", "general"]
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", 8)
-    assert [simulate.strategy(j) for j in jobs()] == ["blocked", "blocked"]
+    assert [strategy(j) for j in jobs([1e3, 1e5])] == ["rows", "general"]
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", 8)
+    assert [strategy(j) for j in jobs()] == ["blocked", "blocked"]
 
 
 @pytest.mark.parametrize("min_n", [8, 10_000])
 def test_simulate_fast_equals_general_path(monkeypatch, min_n):
-    monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", min_n)
     for job in jobs():
         fast = simulate.simulate(job, "final")
-        monkeypatch.setattr(simulate, "_use_fast_path", lambda job: False)
+        monkeypatch.setattr(plans, "fast_path_covers", lambda model, integ: False)
         general = simulate.simulate(job, "final")
         monkeypatch.undo()
-        monkeypatch.setattr(simulate, "BLOCKED_MIN_N", min_n)
+        monkeypatch.setattr(plans, "BLOCKED_MIN_N", min_n)
         np.testing.assert_allclose(fast.positions, general.positions, rtol=0, atol=1e-12)
         np.testing.assert_allclose(fast.observables, general.observables, rtol=1e-12, atol=1e-12)

@@ -58,7 +58,7 @@ def setup(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(CFG))
     cfg = config.load(path)
-    return path, tmp_path / "res.nc", Store(tmp_path / "res.nc", cfg.hash), expand(cfg)
+    return path, tmp_path / "res.nc", Store(cfg, tmp_path / "res.nc"), expand(cfg)
 
 
 def assert_parts_whole(store, jobs):

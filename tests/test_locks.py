@@ -102,7 +102,7 @@ def small_sweep(tmp_path):
     cfg = config.from_dict({"name": "l", "model": {"n": 4},
                             "integrate": {"t_max": 1.0, "save_every": 0.5},
                             "grid": {"beta": [0.0, 1.0, 2.0, 3.0]}})
-    return expand(cfg), Store(tmp_path / "l.nc", cfg.hash)
+    return expand(cfg), Store(cfg, tmp_path / "l.nc")
 
 
 def run_in_background(jobs, store):

@@ -1,4 +1,4 @@
-"""The dynamics against the known results of the theory (THEORY.md, items 1 and 2)."""
+"""The dynamics against the known results of the theory (docs/theory.md, results 1 and 2)."""
 
 import numpy as np
 import pytest

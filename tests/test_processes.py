@@ -69,7 +69,7 @@ def leftovers(out):
 
 def store_of(path, out):
     cfg = config.load(path)
-    return Store(out, cfg.hash), expand(cfg)
+    return Store(cfg, out), expand(cfg)
 
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),

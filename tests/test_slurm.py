@@ -120,7 +120,7 @@ def test_submit_k3_merges_to_the_unsharded_result(slurm, tmp_path):
 
 
 def test_array_variables_as_slurm_sets_them(slurm, tmp_path):
-    """The SPEC's SLURM formula on a 1-based array, and workers from --cpus-per-task."""
+    """The SLURM formula of docs/cluster.md on a 1-based array, and workers from --cpus-per-task."""
     probe = ("from sweep.scheduling.shards import shard_from_env, task_cpus; s = shard_from_env(); "
              "print(s.index, s.count, s.source, task_cpus())")
     logs = tmp_path / "logs"

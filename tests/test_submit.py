@@ -13,6 +13,7 @@ import pytest
 from helpers import invoke
 from sweep.core import config
 from sweep.core.grid import expand, shard
+from sweep.kernels.cache import directory as cache_directory
 from sweep.scheduling import shards, submit
 
 # ---------------------------------------------------------------- submit
@@ -73,7 +74,7 @@ def test_submit_writes_and_submits_the_array_then_the_merge(cfg_path, tmp_path, 
     assert calls == [f"--parsable {jobs / 'array.sbatch'}",
                      f"--parsable --dependency=afterok:101 {jobs / 'merge.sbatch'}"]
     assert (jobs / "logs").is_dir() and "%A_%a" in (jobs / "array.sbatch").read_text()
-    cache = os.environ.get("NUMBA_CACHE_DIR") or jobs / "numba-cache"
+    cache = cache_directory()  # the one compile cache: NUMBA_CACHE_DIR, else ~/.cache/sweep
     assert f"export NUMBA_CACHE_DIR={Path(cache).resolve()}" in (jobs / "array.sbatch").read_text()
     status = invoke("status", cfg_path)
     assert status.exit_code == 0 and "6 missing" in status.output

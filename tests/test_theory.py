@@ -93,7 +93,7 @@ def test_bad_arguments_are_config_errors(call):
 @pytest.mark.physics
 def test_measured_boundary_in_high_dimension_matches_the_ode(tmp_path):
     """n = 32, d = 512 from a uniform start: the time at which half the pairs have cosine
-    > 1 - 1e-3 lies within 5% of the equiangular t*(beta) (THEORY item 3)."""
+    > 1 - 1e-3 lies within 5% of the equiangular t*(beta) (docs/theory.md, result 3)."""
     from typer.testing import CliRunner
 
     from sweep.cli import app

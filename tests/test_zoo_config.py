@@ -177,7 +177,7 @@ def test_one_compiled_kernel_serves_every_model(tmp_path):
                            "attention": "hardmax", "mask": "topk:3", "noise": 0.1},
                     init={"kind": "clusters", "clusters": 2})
     job = expand(config.load(write(tmp_path, cfg)))[0]
-    warm_up({"float64"})
+    warm_up([job])
     before = len(integrate.signatures)
     simulate(job)
     assert len(integrate.signatures) == before

@@ -1,4 +1,4 @@
-"""The model zoo against the known results of THEORY.md (items 1, 4, 5, 6 and "Dynamics")."""
+"""The model zoo against the known results of docs/theory.md (1, 4, 5, 6 and "Dynamics")."""
 
 import numpy as np
 import pytest
@@ -116,7 +116,7 @@ def test_usa_multi_head_with_symmetric_matrices_is_a_gradient_flow(heads):
 def test_softmax_multi_head_energy_can_fall_where_one_head_cannot():
     """Each softmax head divides by its own Z_i^h, so the mean energy is not a Lyapunov
     function once heads differ (the radial shadow terms, arXiv 2605.04279); with one head
-    it is (THEORY.md, energy). Measured: see docs/models.md."""
+    it is (docs/theory.md, "Energy"). Measured: see docs/models.md."""
     assert energy_drops("softmax", 1)[0] == 0
     count, total, worst = energy_drops("softmax", 2)
     assert count > 0 and worst > 1e-6

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from sweep.cli import _summary, app, fail, out, user_errors
+from sweep import api
+from sweep.analysis.thresholds import DIRECTIONS
+from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
 from sweep.core.store import write_dataset
 
 
 @app.command()
-def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
+def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", metavar="RESULTS")]):
     """What a results file holds: axes, variables, config, provenance."""
-    from sweep.analysis.results import open_results
-
     with user_errors():
-        ds = open_results(results, load=False)
+        ds = api.open(results, load=False)
     with ds:
-        out.print(f"[bold]{results}[/]  {ds.attrs.get('title', '')}")
+        out.print(f"[bold]{escape(str(results))}[/]  {escape(ds.attrs.get('title', ''))}",
+                  soft_wrap=True)
         table = Table(title="axes")
         for col in ("dimension", "size", "values"):
             table.add_column(col)
@@ -41,64 +44,90 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.")]):
         for key in ("source", "history", "sweep_config_hash", "python_version",
                     "numpy_version", "numba_version", "xarray_version"):
             if key in ds.attrs:
-                out.print(f"{key}: {ds.attrs[key]}")
+                out.print(f"{key}: {ds.attrs[key]}", markup=False, soft_wrap=True)
         if "sweep_config" in ds.attrs:
             out.print("config:")
-            out.print(ds.attrs["sweep_config"].rstrip(), markup=False)
+            out.print(ds.attrs["sweep_config"].rstrip(), markup=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- analysis: threshold, plot
 
 ResultsArg = Annotated[Path, typer.Argument(help="A results .nc file (from sweep run/merge).",
-                                            show_default=False)]
-VarOpt = Annotated[str, typer.Option("--var", help="The variable, e.g. clustered_fraction.",
-                                     show_default=False)]
+                                            show_default=False, metavar="RESULTS")]
+VarOpt = Annotated[str, typer.Option("--var", metavar="VAR", show_default=False,
+                                     help="The variable, e.g. clustered_fraction.")]
 TimeOpt = Annotated[str | None, typer.Option(
-    "--time", help="A saved time, final (default), all (keep time as an axis), or a "
-                   "reduction over time per run: max | min | mean | plateau.")]
-FileOut = Annotated[Path | None, typer.Option("-o", "--output", help="netCDF file to write.")]
+    "--time", metavar="T", help="A saved time, final (default), all (keep time as an axis), "
+    "or a reduction over time per run: max, min, mean, plateau.")]
+Direction = choices("Direction", DIRECTIONS)
+FileOut = Annotated[Path | None, typer.Option("-o", "--output", metavar="FILE.nc",
+                                              help="netCDF file to write.")]
 
 
 @app.command("threshold")
 def threshold_cmd(
         results: ResultsArg, var: VarOpt,
-        along: Annotated[str, typer.Option("--along", help="Axis to cross along.")] = "beta",
-        level: Annotated[float, typer.Option("--level", help="Level to cross.")] = 0.5,
+        along: Annotated[str, typer.Option("--along", metavar="AXIS",
+                                           help="Axis to cross along.")] = "beta",
+        level: Annotated[float, typer.Option("--level", metavar="LEVEL",
+                                             help="Level to cross.")] = 0.5,
         time: TimeOpt = None, output: FileOut = None,
         bootstrap: Annotated[int, typer.Option(
-            "--bootstrap", min=0, help="Resamples of the seeds for the 95% interval.")] = 1000,
-        seed: Annotated[int, typer.Option("--seed", help="Seed of the resampling.")] = 0,
-        direction: Annotated[str, typer.Option(
-            "--direction", help="Crossings counted: any | up | down.")] = "any"):
-    """Where the seed-mean VAR first crosses LEVEL along an axis, with a bootstrap interval."""
-    from sweep.analysis.results import open_results
-    from sweep.analysis.thresholds import threshold as locate
+            "--bootstrap", min=0, metavar="N",
+            help="Resamples of the seeds for the 95% interval.")] = 1000,
+        seed: Annotated[int, typer.Option("--seed", metavar="SEED",
+                                          help="Seed of the resampling.")] = 0,
+        direction: Annotated[Direction, typer.Option(
+            "--direction", help="Crossings counted: either way, upward or downward.")] = "any",
+        as_json: JsonOpt = False):
+    """Where the seed-mean VAR first crosses LEVEL along an axis, with a bootstrap interval.
 
+    One row per point of the other axes; NaN where it never crosses. `--json` prints one
+    JSON object per point (its coordinates, threshold, low, high; null for NaN).
+    """
     with user_errors():
-        ds = open_results(results)
-        th = locate(ds, var, along, level, time, bootstrap, seed, direction)
-        path = write_dataset(th, output) if output is not None else None
+        th = api.threshold(results, var, along, level, time, bootstrap, seed,
+                           Direction(direction).value, out=output)
+    if as_json:
+        for record in _records(th):
+            print(json.dumps({k: (None if v != v else v) for k, v in record.items()}))
+        return
     _print_threshold(th)
-    if path is not None:
-        out.print(f"threshold: {path}")
+    if output is not None:
+        out.print(f"threshold: {output}", markup=False, soft_wrap=True)
+
+
+def _records(th) -> list[dict]:
+    """One dict per point of the threshold's axes: coordinates, threshold, low, high."""
+    names = {"threshold": "threshold", "threshold_low": "low", "threshold_high": "high"}
+    dims = list(th.threshold.dims)
+    rows = th.to_dataframe().reset_index().to_dict("records") if dims else [
+        {k: float(th[k]) for k in names}]
+    return [{**{d: _plain(r[d]) for d in dims}, **{v: float(r[k]) for k, v in names.items()}}
+            for r in rows]
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else value
 
 
 def _print_threshold(th, rows: int = 40) -> None:
     out.print(f"{th.attrs['along']} where the seed-mean {th.attrs['var']} crosses "
-              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s))")
+              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s))",
+              markup=False, soft_wrap=True)
     dims = list(th.threshold.dims)
     table = Table()
     for col in dims + ["threshold", "95% interval"]:
         table.add_column(col, justify="right")
-    flat = th.to_dataframe().reset_index().to_dict("records") if dims else [
-        {k: float(th[k]) for k in ("threshold", "threshold_low", "threshold_high")}]
+    flat = _records(th)
     found = [r for r in flat if r["threshold"] == r["threshold"]]
     for rec in found[:rows]:
         table.add_row(*[f"{rec[d]:g}" for d in dims], f"{rec['threshold']:.4g}",
-                      f"[{rec['threshold_low']:.4g}, {rec['threshold_high']:.4g}]")
+                      f"[{rec['low']:.4g}, {rec['high']:.4g}]")
     out.print(table)
     if len(found) > rows:
-        out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all")
+        out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all, --json "
+                  "prints them")
     if len(found) < len(flat):
         out.print(f"{len(flat) - len(found)} point(s) never cross (NaN)")
 
@@ -106,40 +135,40 @@ def _print_threshold(th, rows: int = 40) -> None:
 @app.command("plot")
 def plot_cmd(
         results: ResultsArg, var: VarOpt,
-        x: Annotated[str, typer.Option("--x", help="Horizontal axis.")] = "beta",
+        x: Annotated[str, typer.Option("--x", metavar="AXIS", help="Horizontal axis.")]
+        = "beta",
         y: Annotated[str | None, typer.Option(
-            "--y", help="Vertical axis of a heatmap (without it: lines of VAR against x).")]
+            "--y", metavar="AXIS",
+            help="Vertical axis of a heatmap (without it: lines of VAR against x).")]
         = None, time: TimeOpt = None,
         sel: Annotated[list[str] | None, typer.Option(
-            "--sel", help="Fix an axis at its nearest grid value: --sel d=128.")] = None,
+            "--sel", metavar="AXIS=VALUE",
+            help="Fix an axis at its nearest grid value: `--sel d=128` (repeatable).")] = None,
         lines: Annotated[str | None, typer.Option(
-            "--lines", help="Line plot: one line per value of this axis (a few are picked).")]
-        = None,
+            "--lines", metavar="AXIS",
+            help="Line plot: one line per value of this axis (a few are picked).")] = None,
         threshold: Annotated[Path | None, typer.Option(
-            "--threshold", help="A sweep threshold file to draw with its interval.")] = None,
+            "--threshold", metavar="FILE.nc",
+            help="A sweep threshold file to draw with its interval.")] = None,
         theory: Annotated[Path | None, typer.Option(
-            "--theory", help="A sweep theory file to overlay (equiangular or kappa-c).")]
-        = None,
+            "--theory", metavar="FILE.nc",
+            help="A sweep theory file to overlay (equiangular or kappa-c).")] = None,
         output: Annotated[Path | None, typer.Option(
-            "-o", "--output", help="Figure file: .png, .pdf or .svg (default: "
-                                   "figures/<results>-<var>.png).")] = None):
+            "-o", "--output", metavar="FILE", help="Figure file: .png, .pdf or .svg "
+            "(default: figures/RESULTS-VAR.png).")] = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
-    from sweep.analysis import plots
-    from sweep.analysis.results import open_results, parse_selection
+    from sweep.analysis.results import parse_selection
 
     with user_errors():
-        ds = open_results(results)
-        extra = {k: open_results(p) for k, p in
-                 (("threshold", threshold), ("theory", theory)) if p is not None}
-        path = output or Path("figures") / f"{results.stem}-{var}.png"
-        done = plots.plot(ds, var, path, x=x, y=y, time=time,
-                          selection=parse_selection(sel), series=lines, **extra)
-    out.print(f"figure: {done}")
+        done = api.plot(results, var, output, x=x, y=y, time=time, sel=parse_selection(sel),
+                        lines=lines, threshold=threshold, theory=theory)
+    out.print(f"figure: {done}", markup=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- theory
 
-theory_app = typer.Typer(no_args_is_help=True, help="Theory curves to compare sweeps with.")
+theory_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown",
+                         help="Theory curves to compare sweeps with.")
 app.add_typer(theory_app, name="theory")
 
 DimsOpt = Annotated[list[float], typer.Option("--d", help="Dimension(s), repeatable.",

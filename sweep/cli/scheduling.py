@@ -3,121 +3,128 @@ array plus a merge job) and compile (the kernel cache the array tasks share)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import json
 from typing import Annotated
 
 import typer
 
-from sweep.cli import ConfigArg, OutOpt, SetOpt, _load, _output, app, err, out, user_errors
-from sweep.core.grid import expand
-from sweep.core.store import Store, indices
-from sweep.scheduling import status as parts
-from sweep.scheduling import submit as scheduler
+from sweep import api
+from sweep.cli import ConfigArg, JsonOpt, OutOpt, SetOpt, _load, app, choices, out, user_errors
+from sweep.core.store import indices
+from sweep.scheduling.submit import SCHEDULERS
+
+Scheduler = choices("Scheduler", SCHEDULERS)
 
 
 @app.command()
 def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
            shards: Annotated[int | None, typer.Option(
-               "--shards", min=1, help="K of the job array, for the list of shards to rerun "
-               "(default: K of the last `sweep submit`).")] = None):
+               "--shards", min=1, metavar="K", help="K of the job array, for the list of "
+               "shards to rerun (default: K of the last `sweep submit`).")] = None,
+           as_json: JsonOpt = False):
     """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
     with user_errors():
-        cfg = _load(config, sets)
-        store = Store(_output(cfg, path), cfg.hash)
-        found = parts.survey(expand(cfg), store)
+        st = api.status(_load(config, sets), path, shards)
+    if as_json:
+        print(json.dumps(_status_record(st)))
+        return
+    found = st.survey
     damaged = f", {len(found.damaged)} damaged" if found.damaged else ""
-    out.print(f"{cfg.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
+    out.print(f"{st.config.name}: {len(found.jobs)} job(s): {len(found.completed)} completed, "
               f"{len(found.missing)} missing, {len(found.failed)} failed{damaged} "
-              f"(config hash {cfg.hash}, parts in {store.dir})")
+              f"(config hash {st.config.hash}, parts in {st.store.dir})", markup=False,
+              soft_wrap=True)
     if found.missing:
-        out.print(f"missing: {indices(found.missing)}")
+        out.print(f"missing: {indices(found.missing)}", soft_wrap=True)
     for kind, listed in (("failed", found.failed), ("damaged", found.damaged)):
         for job, error in listed[:20]:
-            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False)
+            out.print(f"{kind}: job {job.index} ({job.describe()}): {error}", markup=False,
+                      soft_wrap=True)
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")
-    _print_rerun(found, shards, store, config)
+    _print_rerun(st, config)
 
 
-def _print_rerun(found: parts.Survey, shards: int | None, store: Store, config: Path) -> None:
-    """The shards of K to resubmit, and the sbatch lines when `sweep submit` wrote the array."""
-    record = scheduler.submitted(store.output) or {}
-    k = shards or record.get("shards")
-    if k is None:
-        if found.rerun(1):
+def _print_rerun(st: api.Status, config) -> None:
+    """The shards of K to resubmit, and the commands when `sweep submit` wrote the array."""
+    if st.shards is None:
+        if not st.complete:
             out.print("pass --shards K for the shards of a K-task array to rerun")
         return
-    rerun = found.rerun(k)
-    if not rerun:
-        out.print(f"shards to rerun (K={k}): none")
+    if not st.rerun:
+        out.print(f"shards to rerun (K={st.shards}): none")
         return
-    spec = parts.array_spec(rerun)
-    out.print(f"shards to rerun (K={k}): --array={spec}")
-    if record.get("shards") == k and scheduler.rerun_script(record, store.output).is_file():
-        *lines, then = scheduler.rerun_lines(record, rerun, store.output)
+    out.print(f"shards to rerun (K={st.shards}): --array={st.array}")
+    if st.resubmit:
+        *lines, then = st.resubmit
         for line in lines:
             print(f"  {line}")
         print(f"  then: {then} (or sweep merge {config} once it is done)")
 
 
+def _status_record(st: api.Status) -> dict:
+    found = st.survey
+    return {"name": st.config.name, "config_hash": st.config.hash, "parts": str(st.store.dir),
+            "jobs": len(found.jobs), "completed": len(found.completed),
+            "missing": [j.index for j in found.missing],
+            "failed": [{"index": j.index, "error": e} for j, e in found.failed],
+            "damaged": [{"index": j.index, "error": e} for j, e in found.damaged],
+            "strays": len(found.strays), "shards": st.shards, "rerun": st.rerun,
+            "resubmit": st.resubmit}
+
+
 @app.command("submit")
 def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                shards: Annotated[int, typer.Option(
-                   "--shards", min=1, help="K: array tasks; task I runs jobs I, I + K, ...")]
-               = ...,
+                   "--shards", min=1, metavar="K",
+                   help="Array tasks; task I runs jobs I, I + K, ...")] = ...,
                parallel: Annotated[int | None, typer.Option(
-                   "--parallel", min=1, help="P: at most this many tasks at once (%P, -tc P).")]
-               = None,
-               scheduler_name: Annotated[str, typer.Option(
-                   "--scheduler", help="Which scheduler's scripts to write and submit with: slurm "
-                   "(sbatch) | pbs (PBS Pro, qsub) | lsf (bsub) | sge (Grid Engine, qsub).")]
+                   "--parallel", min=1, metavar="P",
+                   help="At most this many tasks at once (%P, -tc P).")] = None,
+               scheduler: Annotated[Scheduler, typer.Option(
+                   "--scheduler", help="Which scheduler's scripts to write and submit with: "
+                   "slurm (sbatch), pbs (PBS Pro, qsub), lsf (bsub), sge (Grid Engine, qsub).")]
                = "slurm",
                dry_run: Annotated[bool, typer.Option(
                    "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
                scheduler_args: Annotated[list[str] | None, typer.Option(
-                   "--scheduler-arg", help="An option for both scripts, written after the "
-                   "scheduler's directive prefix, e.g. --scheduler-arg=--time=02:00:00 (slurm) "
-                   "or --scheduler-arg='-l walltime=02:00:00' (pbs) (repeatable).")] = None,
+                   "--scheduler-arg", metavar="ARG", help="An option for both scripts, "
+                   "written after the scheduler's directive prefix, e.g. "
+                   "`--scheduler-arg=--time=02:00:00` (slurm) or "
+                   "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")] = None,
                workers: Annotated[int | None, typer.Option(
-                   "--workers", min=1, help="Jobs at once in each task (default: its CPUs).")]
-               = None):
+                   "--workers", min=1, metavar="N",
+                   help="Jobs at once in each task (default: its CPUs).")] = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
-    and submit both (sbatch, qsub or bsub; scripts in <output>.jobs/).
+    and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
-    The kernels are compiled once into NUMBA_CACHE_DIR (default <output>.jobs/numba-cache)
-    before the array starts; on a shared file system every task then only reads that cache.
+    The kernels the config's jobs call are compiled once into the compile cache
+    (`NUMBA_CACHE_DIR`, default `~/.cache/sweep/numba`) before the array starts; on a shared
+    file system every task then only reads that cache.
     """
     with user_errors():
-        cfg = _load(config, sets)
-        n_jobs = len(expand(cfg))
-        plan = scheduler.make_plan(cfg.name, config, sets or [], _output(cfg, path), shards,
-                                   parallel, workers, scheduler_args, scheduler_name)
-        if shards > n_jobs:
-            err.print(f"note: {shards} shards for {n_jobs} job(s); shards {n_jobs} to "
-                      f"{shards - 1} have nothing to do")
-        if dry_run:
-            texts = scheduler.array_script(plan), scheduler.merge_script(plan)
-            for script, text in zip(plan.scripts, texts):
-                print(f"# ---- {script}\n{text}")
-            return
-        array_id, merge_id = scheduler.submit(plan, cfg.hash)
-    out.print(f"array job {array_id}: {shards} task(s) over {n_jobs} job(s), logs in "
-              f"{plan.logs}", markup=False)
-    out.print(f"merge job {merge_id}: runs when every task succeeded, writes {plan.output}",
-              markup=False)
+        done = api.submit(_load(config, sets), shards, path, parallel, workers,
+                          Scheduler(scheduler).value, scheduler_args, dry_run)
+    if done.ids is None:
+        for script, text in done.scripts.items():
+            print(f"# ---- {script}\n{text}")
+        return
+    out.print(f"array job {done.ids[0]}: {shards} task(s) over {done.jobs} job(s), logs in "
+              f"{done.plan.logs}", markup=False, soft_wrap=True)
+    out.print(f"merge job {done.ids[1]}: runs when every task succeeded, writes "
+              f"{done.plan.output}", markup=False, soft_wrap=True)
     out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
-              markup=False)
+              markup=False, soft_wrap=True)
 
 
 @app.command("compile")
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
-    """Compile the kernels a config needs into NUMBA_CACHE_DIR (run before many tasks start)."""
-    from sweep.core.simulate import warm_up
+    """Compile the kernels the config's jobs call into the compile cache (before many tasks
+    start at once: concurrent first compilation into one cache can crash)."""
+    from sweep.kernels import cache
 
     with user_errors():
-        dtypes = {job.integrate.dtype for job in expand(_load(config, sets))}
-    warm_up(dtypes)
-    cache = os.environ.get("NUMBA_CACHE_DIR") or "Numba's default cache"
-    out.print(f"kernels compiled ({', '.join(sorted(dtypes))}) into {cache}")
+        compiled = api.compile(_load(config, sets))
+    out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}",
+              markup=False, soft_wrap=True)

@@ -17,11 +17,8 @@ from typing import Any
 
 import yaml
 
+from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, parse_mask
-
-
-class ConfigError(ValueError):
-    """A mistake in a config or its overrides; str() names the key or file in one line."""
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -187,6 +184,7 @@ class Config:
     output: Output
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.core.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
+    overrides: tuple[str, ...] = ()  # the KEY=VALUE applied to it (a job array repeats them)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
@@ -412,10 +410,10 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     """Read, override and validate a config file (grid values are checked by sweep.core.grid)."""
     path = Path(path)
     raw = apply_overrides(read_yaml(path), list(overrides))
-    return from_dict(raw, source=path)
+    return from_dict(raw, source=path, overrides=tuple(overrides))
 
 
-def from_dict(raw: dict, source: Path | None = None) -> Config:
+def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
             raise ConfigError(f"{key}: unknown top-level key (allowed: {', '.join(TOP_KEYS)})")
@@ -434,4 +432,5 @@ def from_dict(raw: dict, source: Path | None = None) -> Config:
     grid = raw.get("grid") or {}
     if not isinstance(grid, dict):
         raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")
-    return Config(name=name, output=output, grid=grid, source=source, **sections)
+    return Config(name=name, output=output, grid=grid, source=source, overrides=overrides,
+                  **sections)

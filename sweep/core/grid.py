@@ -231,7 +231,13 @@ def expand(config: Config) -> list[Job]:
 
 
 def shard(jobs: list[Job], i: int, k: int) -> list[Job]:
-    """Shard i of k (0-based): jobs assigned round-robin by index."""
-    if k < 1 or not 0 <= i < k:
-        raise ConfigError(f"--shard {i}/{k}: need 0 <= I < K")
+    """Shard i of k (0-based): jobs assigned round-robin by index, so that every shard gets
+    a share of every part of the grid."""
+    check_shard(i, k, f"--shard {i}/{k}")
     return [job for job in jobs if job.index % k == i]
+
+
+def check_shard(i: int, k: int, where: str, hint: str = "") -> None:
+    """The one rule of a shard, wherever it was given: 0 <= I < K."""
+    if k < 1 or not 0 <= i < k:
+        raise ConfigError(f"{where}: shard {i} of {k} does not exist, need 0 <= I < K{hint}")

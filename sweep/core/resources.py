@@ -1,4 +1,5 @@
-"""Memory a run will need, and what the machine (or its cgroup allocation) has free.
+"""Memory a run will need, and what the machine (or its cgroup allocation) offers: free
+memory and the CPUs this process may use.
 
 The kernels never hold an n x n matrix: attention, velocities and observables work one row at
 a time with O(n) scratch, so a job needs O(n d) memory plus its saved series and, with
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from sweep.core.config import ConfigError
 from sweep.core.grid import Job
-from sweep.core.simulate import job_bytes
+from sweep.core.kernel import job_bytes
 from sweep.kernels.codes import OBSERVABLES
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
@@ -52,6 +53,15 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
         culprit = ("output.positions" if 2 * traj > per_job
                    else "model.d" if d > n else "model.n")
     return Need(per_job, workers, merged_bytes, culprit)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may use (its affinity mask: a cluster task's allocation where
+    the scheduler binds tasks to cores; sweep.scheduling.shards.task_cpus caps it further)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def available_memory() -> int | None:

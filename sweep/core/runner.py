@@ -1,7 +1,7 @@
 """Run jobs in parallel, skip completed ones, report progress through callbacks.
 
 Parallelism is at one level only: each job runs a serial, GIL-free kernel on its own thread;
-"blocked" jobs (simulate.strategy: large n), when too few to fill the threads, run after the
+"blocked" jobs (sweep.core.kernel: large n), when too few to fill the threads, run after the
 others, one at a time, sharing their row tiles over all the threads. BLAS is held to one
 thread: its results change in the last bit with its thread count (a run would depend on
 --workers), and on a shared machine its spinning threads stalled (docs/performance.md).
@@ -10,7 +10,6 @@ The driver sequences stages; the store decides every I/O; the caller's hooks dra
 
 from __future__ import annotations
 
-import os
 import queue
 import time
 from collections.abc import Callable
@@ -21,18 +20,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sweep.core.grid import Job
+from sweep.core.kernel import KernelPlan, kernel_plan
 from sweep.core.locks import STALE_AFTER, JobLocks
-from sweep.core.simulate import Stopped, simulate, strategy, warm_up_jobs
-from sweep.core.store import Part, Store, StoreError, part_of
+from sweep.core.resources import available_cpus
+from sweep.core.simulate import Stopped, simulate, warm_up
+from sweep.core.store import Part, Store, part_of
+from sweep.errors import Interrupted, StoreError
 from sweep.kernels.codes import STATUS_NONFINITE
-
-
-class Interrupted(Exception):
-    """The run was stopped (Ctrl-C); finished jobs are on disk."""
-
-    def __init__(self, report: RunReport):
-        self.report = report
-        super().__init__(f"interrupted after {report.completed} job(s)")
 
 
 @dataclass
@@ -50,22 +44,20 @@ class RunReport:
 
 @dataclass
 class Hooks:
-    """Progress callbacks; the runner never prints."""
+    """Progress callbacks; the runner never prints. compiling(variants) before kernels not
+    known to be cached compile; start(jobs to run, skipped) once they are; job_done(job,
+    outcome) per job ("ok", "nonfinite", "failed: ...", "elsewhere"); notice(message);
+    tick() every half second while jobs run (every WAIT_POLL s while waiting for another
+    run), so that a hook can keep time."""
 
     start: Callable[[int, int], None] = lambda todo, skipped: None
+    compiling: Callable[[list[str]], None] = lambda variants: None
     job_done: Callable[[Job, str], None] = lambda job, outcome: None
     notice: Callable[[str], None] = lambda message: None
+    tick: Callable[[], None] = lambda: None
 
 
 WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
-
-
-def default_workers() -> int:
-    """The CPUs this process may use (the task's allocation on a cluster)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,
@@ -85,27 +77,27 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
     return todo
 
 
-def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int | None = None,
-        force: bool = False, hooks: Hooks | None = None, keep: bool = False) -> RunReport:
-    """Run every job not already complete; raise Interrupted on Ctrl-C after cleaning up.
+def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: bool = False,
+        hooks: Hooks | None = None, keep: bool = False) -> RunReport:
+    """Run every job of the store's config not already complete (`jobs`: all of them or a
+    shard); raise Interrupted on Ctrl-C after cleaning up.
 
     Each job is computed under its lock (sweep.core.locks), so runs sharing an output split the
     work; jobs another run holds are waited for. StoreError if the output cannot be written.
     keep: put every part this run read or wrote in report.parts, for store.merge to use
-    instead of reading each part again; only with positions "none": what is kept is each
-    job's series ([n_saves, 8] float64), which the merge holds anyway, never positions.
+    instead of reading each part again; only with output.positions "none": what is kept is
+    each job's series ([n_saves, 8] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
+    positions = store.config.output.positions
     keep = keep and positions == "none"
     todo, report = _triage(jobs, store, force, hooks, keep)
     kept = report.parts if keep else None
-    if todo:
-        warm_up_jobs(todo)
     stop = np.zeros(1, dtype=np.int64)
 
-    def one(job: Job, threads: int) -> str:
+    def one(job: Job, kernel: KernelPlan) -> str:
         if stop[0]:
             return "cancelled"
         if not _lock(locks, job, store):
@@ -113,30 +105,40 @@ def run(jobs: list[Job], store: Store, *, positions: str = "none", workers: int 
         try:
             if not force and store.done(job):
                 return "elsewhere"
-            return _compute(job, store, positions, stop, threads, kept)
+            return _compute(job, store, positions, stop, kernel, kept)
         finally:
             locks.release(job.id)
 
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
-            for group, size, threads in _stages(todo, workers or default_workers()):
+            _compile(todo, hooks)
+            hooks.start(len(todo), report.skipped)
+            for group, size, threads in _stages(todo, workers or available_cpus()):
                 with ThreadPoolExecutor(max_workers=size) as pool:
-                    _drain(pool, lambda job, t=threads: one(job, t), group, stop, report,
-                           hooks, locks, store)
+                    _drain(pool, lambda job, t=threads: one(job, kernel_plan(job).on(t)),
+                           group, stop, report, hooks, locks, store)
         except KeyboardInterrupt:
             report.seconds = time.perf_counter() - t0
-            raise Interrupted(report) from None
+            raise Interrupted(f"interrupted after {report.completed} job(s)",
+                              report=report) from None
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _compile(todo: list[Job], hooks: Hooks) -> None:
+    """Compile (or load) the kernels of `todo` once, before any worker starts."""
+    if todo:
+        warm_up(todo, hooks.compiling)
 
 
 def _stages(todo: list[Job], width: int) -> list[tuple[list[Job], int, int]]:
     """(jobs, threads in the pool, threads per job): one job per thread, except "blocked"
     jobs too few to fill the threads, which run last, one at a time, on all of them."""
-    wide = [j for j in todo if strategy(j) == "blocked"]
+    blocked = [kernel_plan(j).strategy == "blocked" for j in todo]
+    wide = [j for j, b in zip(todo, blocked) if b]
     if not wide or len(wide) >= width:
         return [(todo, width, 1)]
-    narrow = [j for j in todo if strategy(j) != "blocked"]
+    narrow = [j for j, b in zip(todo, blocked) if not b]
     return [(narrow, width, 1), (wide, 1, width)]
 
 
@@ -174,15 +176,14 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks, keep: bool
     report.skipped = len(jobs) - len(todo)
     for message in report.damaged:
         hooks.notice(f"recomputing {message}")
-    hooks.start(len(todo), report.skipped)
     return todo, report
 
 
-def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, threads: int,
+def _compute(job: Job, store: Store, positions: str, stop: np.ndarray, kernel: KernelPlan,
              kept: dict[str, Part] | None) -> str:
     t = time.perf_counter()
     try:
-        result = simulate(job, positions, stop, threads=threads)
+        result = simulate(job, positions, stop, kernel=kernel)
     except Stopped:
         return "cancelled"
     except Exception as err:  # noqa: BLE001 - a failed job is recorded, the sweep goes on
@@ -229,6 +230,7 @@ def _await_others(busy: list[Job], store: Store, locks: JobLocks, report: RunRep
             return ready + still
         busy = still
         if busy:
+            hooks.tick()
             time.sleep(WAIT_POLL)
     return []
 
@@ -238,6 +240,7 @@ def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
     remaining, busy = len(futures), []
     while remaining:
         done = _finished(finished)
+        hooks.tick()
         remaining -= len(done)
         for f in done:
             job, outcome = futures[f], f.result()

@@ -2,7 +2,7 @@
 
 Near consensus every token relaxes toward the mean position: dx_i/dt ~ r (xbar - x_i) with
 r = 1 under softmax (SA) and r = e^beta under unnormalized attention (USA), so that
-1 - <x_i, x_j> decays at rate 2 r (THEORY, "Integration"). An explicit method with step dt
+1 - <x_i, x_j> decays at rate 2 r (docs/theory.md, "Integration"). An explicit method with step dt
 is stable on that decay only if dt r stays inside its stability interval: 2 for Euler, 2.785
 for classical RK4. So the stable step is 2 / r (Euler) or 2.785 / r (RK4); a larger one
 oscillates or wanders instead of converging. `dt` is never rescaled: a too-large step is

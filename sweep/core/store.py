@@ -11,6 +11,7 @@ import contextlib
 import datetime as _dt
 import glob
 import json
+import math
 import os
 import platform
 import shlex
@@ -20,19 +21,22 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sweep import __version__
+from sweep._version import __version__
 from sweep.core.config import Config
-from sweep.core.grid import Job, axes
+from sweep.core.grid import Job, axes, expand
 from sweep.core.locks import HOST, owner_tag, pid_alive
-from sweep.core.simulate import JobResult, columns, max_clusters, records, t_cluster
+from sweep.errors import StoreError
 from sweep.kernels.codes import (
     CLUSTERED,
     LAYER_SERIES,
     N_CLUSTERS,
+    OBSERVABLES,
     SCALARS,
     SERIES,
     STATUS_FAILED,
@@ -41,17 +45,30 @@ from sweep.kernels.codes import (
     STATUS_OK,
 )
 
+if TYPE_CHECKING:  # the store reads and writes arrays; it never runs (or imports) a kernel
+    from sweep.core.simulate import JobResult
+
 TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
 
 
-class StoreError(Exception):
-    """A problem with result files; str() names the file."""
-
-
 class MissingJobs(StoreError):
+    """Jobs without a result where a merge needs them all."""
+
     def __init__(self, missing: list[Job]):
         self.missing = missing
         super().__init__(f"{len(missing)} job(s) have no result: indices {indices(missing)}")
+
+
+class JobsFailed(StoreError):
+    """Some jobs raised; their parts record the error (status 2), the rest is written.
+    failed: [(job, error message)]; dataset: the merged results (None for a shard, which
+    writes parts only), so that a script can still look at what did finish."""
+
+    def __init__(self, failed: list[tuple[Job, str]], dataset=None):
+        self.failed, self.dataset = failed, dataset
+        super().__init__(f"{len(failed)} job(s) failed: indices "
+                         f"{indices([job for job, _ in failed])}; the first: {failed[0][1]}; "
+                         "`sweep run --only-failed` retries them")
 
 
 def indices(jobs: list[Job], shown: int = 20) -> str:
@@ -94,12 +111,15 @@ def parts_dir(output: str | Path) -> Path:
 
 
 class Store:
-    """Per-job parts of one config's run, next to its output path."""
+    """Per-job parts of one config's run, next to its results file: `output`, or the
+    config's output.path. Built from the config, so that every part records the hash of the
+    config that wrote it and a merge lays the parts on that config's own axes."""
 
-    def __init__(self, output: str | Path, config_hash: str):
-        self.output = Path(output)
+    def __init__(self, config: Config, output: str | Path | None = None):
+        self.config = config
+        self.config_hash = config.hash
+        self.output = Path(config.output.path if output is None else output)
         self.dir = parts_dir(self.output)
-        self.config_hash = config_hash
 
     def path(self, job: Job) -> Path:
         return self.dir / f"{job.id}.npz"
@@ -224,7 +244,7 @@ def _part_problem(part: Part, job: Job) -> str:
     """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
     if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
-    want = (len(records(job)[1]), len(columns(job)))
+    want = (len(_times(job)), len(columns(job)))
     if not part.failed and (part.observables is None or part.observables.shape != want):
         got = None if part.observables is None else part.observables.shape
         return f"observables of shape {got}, expected {want}"
@@ -237,19 +257,25 @@ def _part_problem(part: Part, job: Job) -> str:
 
 # ---------------------------------------------------------------- merge
 
-def merge(config: Config, jobs: list[Job], store: Store, allow_missing: bool = False,
+def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = False,
           command: str | None = None, known: dict[str, Part] | None = None):
     """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing.
-    known: parts already in memory by job id (RunReport.parts); the others are read."""
+    jobs: the store's config's jobs (expanded here if not given); known: parts already in
+    memory by job id (RunReport.parts); the others are read."""
     import xarray as xr
 
+    config = store.config
+    grid = axes(config)
+    dims = tuple(a.name for a in grid)
+    shape = tuple(len(a) for a in grid)
+    jobs = expand(config) if jobs is None else jobs
+    if len(jobs) != math.prod(shape):
+        raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
+                         "not this config's jobs")
     parts = read_all(jobs, store, known)
     missing = [job for job, p in zip(jobs, parts) if p is None]
     if missing and not allow_missing:
         raise MissingJobs(missing)
-    grid = axes(config)
-    dims = tuple(a.name for a in grid)
-    shape = tuple(len(a) for a in grid)
     record, t = _record_axis(jobs)
     names = columns(jobs[0])
     series = np.full((len(jobs), t.size, len(names)), np.nan)
@@ -302,8 +328,29 @@ def _attrs(meta: tuple[str, str]) -> dict:
 
 
 def _times(job: Job) -> np.ndarray:
-    # rounded so that grids built from different save_every values share their common times
-    return np.round(records(job)[1], 12)
+    """A job's rows of observables, rounded so that grids built from different save_every
+    values share their common times: the save grid 0, save_every, ..., t_max of a flow, the
+    layers 0..L of a layer model."""
+    if job.model.layers is not None:
+        return np.arange(job.model.layers + 1)
+    return np.round(np.arange(job.integrate.n_saves) * job.integrate.save_every, 12)
+
+
+def columns(job: Job) -> tuple[str, ...]:
+    """The names of a job's columns of observables (a layer model adds LAYER_SERIES)."""
+    return OBSERVABLES + (tuple(LAYER_SERIES) if job.model.layers is not None else ())
+
+
+def t_cluster(t: np.ndarray, clustered: np.ndarray) -> float:
+    """First recorded time (layer) with clustered fraction >= 1/2; NaN if never."""
+    hit = np.flatnonzero(clustered >= 0.5)
+    return float(t[hit[0]]) if hit.size else np.nan
+
+
+def max_clusters(n_clusters: np.ndarray) -> float:
+    """Max of the cluster count over saved times (layers) t > 0 (NaN if none is finite)."""
+    later = n_clusters[1:]
+    return float(np.nanmax(later)) if np.isfinite(later).any() else np.nan
 
 
 def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
@@ -358,7 +405,6 @@ def provenance(config: Config, command: str | None = None) -> dict:
 def environment(title: str, command: str | None = None) -> dict:
     """The global attributes every sweep dataset carries: CF, title, history, versions."""
     import netCDF4
-    import numba
     import xarray
 
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -370,7 +416,7 @@ def environment(title: str, command: str | None = None) -> dict:
         "history": f"{now}: {command}",
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
-        "numba_version": numba.__version__,
+        "numba_version": metadata.version("numba"),  # without importing it (0.3 s)
         "xarray_version": xarray.__version__,
         "netcdf4_version": netCDF4.__version__,
     }

@@ -11,8 +11,10 @@ so threads (GIL released in BLAS and in the Numba passes) share the tiles out wi
 barrier per velocity evaluation. In Blocked, G and W exist one tile at a time ([TILE, n] per
 thread), and the observables at a save are gathered from the same tiles, so a job needs
 O(TILE n) memory per thread, never n x n (n = 50,000 would be 20 GB). Symmetric, for the
-sizes where an n x n matrix is affordable (symmetric_fits), keeps W whole and computes only
-its upper tile-blocks: a quarter fewer flops and half the exponentials. BLAS itself is held
+sizes where an n x n matrix is affordable (codes.SYMMETRIC_MAX_BYTES), keeps W whole and
+computes only its upper tile-blocks: a quarter fewer flops and half the exponentials. Which
+of the two a job runs is decided with the rest of its kernel, in sweep.core.kernel (by size
+alone, never by thread count, so a job's numbers do not depend on its threads). BLAS is held
 to one thread by the runner, which runs such jobs one at a time with every thread (one level
 of parallelism).
 """
@@ -25,7 +27,7 @@ from contextlib import nullcontext
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED
+from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED, TILE
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import (
     finish_upper,
@@ -35,24 +37,6 @@ from sweep.kernels.gramobs import (
     summarize_forests,
 )
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
-
-TILE = 256  # rows per BLAS call; fixed, so results never depend on the thread count
-# Symmetric keeps an n x n weight matrix up to this size (n = 5792 in float64, 8192 in
-# float32); larger systems go tile by tile in O(TILE n) memory. It writes only the upper half,
-# but NumPy backs large arrays with transparent huge pages (2 MiB), which span whole rows, so
-# the whole matrix is counted as resident (measured: 546 MiB at n = 8192).
-SYMMETRIC_MAX_BYTES = 256 * 2**20
-
-
-# ... and from four tiles: with fewer, the two phases' tiles are too few and too uneven to
-# share over threads (n = 512 on two threads: 1.38 ms a velocity against Blocked's 0.78)
-SYMMETRIC_MIN_N = 4 * TILE
-
-
-def symmetric_fits(n: int, itemsize: int) -> bool:
-    """Whether a system of n tokens runs as Symmetric rather than Blocked; by size alone, never
-    by thread count, so a job's numbers do not depend on how many threads it gets."""
-    return SYMMETRIC_MIN_N <= n and n * n * itemsize <= SYMMETRIC_MAX_BYTES
 
 
 @jit_fast
@@ -191,7 +175,7 @@ class Blocked:
 
 
 class Symmetric(Blocked):
-    """Blocked for systems whose n x n weights fit in memory (symmetric_fits). W is symmetric,
+    """Blocked for systems whose n x n weights fit in memory (sweep.core.kernel). W is symmetric,
     so only its blocks on and right of the diagonal are computed, W[I, I:] for each row tile I
     (half the Gram flops, half the exponentials), and the blocks left of the diagonal are read
     as the transposes of those above it:
@@ -200,7 +184,7 @@ class Symmetric(Blocked):
     is computed whole by one thread in each, so the numbers do not depend on the threads.
     A save (observe) computes the same upper blocks of G and, unless it is the job's last,
     leaves their weights in w for the step that follows it. Memory: the n x n w
-    (simulate.job_bytes counts all of it) and a few n-vectors per tile for a save.
+    (kernel.job_bytes counts all of it) and a few n-vectors per tile for a save.
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
@@ -268,12 +252,10 @@ def rk4_combine(x, dt, k1, k2, k3, k4):
 
 
 def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
-                      threads=1, symmetric=None):
-    """drive.integrate for one large system, with fast.integrate_rows' arguments and results;
-    threads share the row tiles out. symmetric: Symmetric or Blocked (None: symmetric_fits
-    decides). Call with BLAS held to one thread (runner.py does)."""
-    if symmetric is None:
-        symmetric = symmetric_fits(x.shape[0], x.itemsize)
+                      threads=1, symmetric=False):
+    """drive.integrate for one large system, with rows.integrate_rows' arguments and results;
+    threads share the row tiles out. symmetric: Symmetric or Blocked (the job's KernelPlan
+    says which, by size alone). Call with BLAS held to one thread (runner.py does)."""
     kind = Symmetric if symmetric else Blocked
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         return _integrate(kind(x, beta, softmax, pool, threads), x, method, dt, save_stride,

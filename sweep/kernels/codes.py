@@ -12,6 +12,18 @@ EULER = 0
 RK4 = 1
 METHOD_CODES = {"euler": EULER, "rk4": RK4}
 
+# the blocked fast path (blocked.py): rows per BLAS call, fixed so that results never depend
+# on the thread count; and the sizes at which it keeps the whole n x n weight matrix
+# (Symmetric: n = 5792 in float64, 8192 in float32) instead of one [TILE, n] tile per thread.
+# NumPy backs large arrays with transparent huge pages (2 MiB) that span whole rows, so the
+# whole matrix counts as resident although Symmetric writes only its upper half (measured:
+# 546 MiB at n = 8192). From four tiles up only: with fewer, the two phases' tiles are too
+# few and too uneven to share over threads (n = 512 on two threads: 1.38 ms a velocity
+# against Blocked's 0.78).
+TILE = 256
+SYMMETRIC_MAX_BYTES = 256 * 2**20
+SYMMETRIC_MIN_N = 4 * TILE
+
 # what an integration returns (drive.integrate and the fast paths alike)
 OK = 0
 NONFINITE = 1

@@ -1,5 +1,5 @@
-"""Past one machine: scheduler array variables -> shard, task CPUs, sweep status (the
-job-array scripts themselves: sweep.scheduling.submit).
+"""Which shard this process runs (--shard, SWEEP_SHARD or a scheduler's array variables), and
+the CPUs its task was given.
 
 Every step stays a file-in, file-out command: an array task runs `sweep run` on its shard
 (parts only), a merge job runs `sweep merge`; nothing long-lived drives them. Jobs go to
@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sweep.core.config import ConfigError
-from sweep.core.runner import default_workers
+from sweep.core.grid import check_shard
+from sweep.core.resources import available_cpus
 
 
 class SchedulerError(ConfigError):
@@ -35,8 +36,7 @@ def parse_shard(spec: str, where: str = "--shard") -> tuple[int, int]:
     if not sep or not i.strip().isdigit() or not k.strip().isdigit():
         raise ConfigError(f"{where} {spec}: expected I/K with integers, e.g. 0/4")
     i, k = int(i), int(k)
-    if k < 1 or i >= k:
-        raise ConfigError(f"{where} {spec}: need 0 <= I < K")
+    check_shard(i, k, f"{where} {spec}")
     return i, k
 
 
@@ -57,9 +57,8 @@ def _ints(env: Mapping[str, str], names: tuple[str, ...], scheduler: str) -> lis
 
 
 def _checked(i: int, k: int, scheduler: str, names: str) -> tuple[int, int]:
-    if k < 1 or not 0 <= i < k:
-        raise ConfigError(f"{scheduler} array variables give shard {i} of {k} ({names}); "
-                          "submit the array as 0..K-1 without gaps, or set SWEEP_SHARD=I/K")
+    check_shard(i, k, f"{scheduler} array variables ({names})",
+                "; submit the array as 0..K-1 without gaps, or set SWEEP_SHARD=I/K")
     return i, k
 
 
@@ -137,7 +136,7 @@ def task_cpus(env: Mapping[str, str] | None = None) -> int:
     schedulers that allocate without binding, where the mask is the whole node.
     """
     env = os.environ if env is None else env
-    cpus = default_workers()
+    cpus = available_cpus()
     for var in ("SLURM_CPUS_PER_TASK", "NCPUS", "NSLOTS", "LSB_DJOB_NUMPROC"):
         value = env.get(var, "").strip()
         if value.isdigit() and int(value) > 0:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.core.store import beside
+from sweep.kernels import cache
 from sweep.scheduling.shards import SchedulerError
 from sweep.scheduling.status import array_spec
 
@@ -166,9 +167,8 @@ def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: in
             raise SchedulerError(f"--scheduler-arg {arg!r}: expected one option such as "
                                  "--time=02:00:00 (SLURM) or '-l walltime=02:00:00' (PBS)")
     cwd = Path.cwd()
-    cache = os.environ.get("NUMBA_CACHE_DIR") or str(jobs_dir(cwd / output) / "numba-cache")
     return Plan(name, (cwd / config).resolve(), tuple(sets), (cwd / output).resolve(), shards,
-                parallel, workers, tuple(scheduler_args or ()), cwd, Path(cache).resolve(),
+                parallel, workers, tuple(scheduler_args or ()), cwd, cache.directory().resolve(),
                 SCHEDULERS[scheduler])
 
 

@@ -2,7 +2,7 @@
 with the same observables, and its attention matrices as files the `qk:` / `v:` keys read.
 
 Layer l's hidden states h_i (l = 0 the embeddings, l >= 1 the output of block l) become
-x_i = h_i / |h_i| on S^{d-1}, and the SPEC observables of x come from the very kernel a
+x_i = h_i / |h_i| on S^{d-1}, and the observables of x (docs/results.md) come from the very kernel a
 simulation records with (`energy` and `attention_entropy` therefore mean identity attention
 at the given beta on these positions, as in an identity-matrix simulation). Because trained
 tokens rarely reach cosine 1 - 1e-3, the dataset adds observables that still speak: clusters
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.core.store import environment
+from sweep.errors import StoreError
 from sweep.kernels.codes import N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
@@ -74,7 +75,8 @@ def attention_entropy(w: np.ndarray) -> float:
 
 def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
                  threshold: float = 0.9) -> dict[str, np.ndarray]:
-    """name -> [layers + 1] values: the SPEC observables (eps = cluster_eps) and EXTRA."""
+    """name -> [layers + 1] values: the observables of docs/results.md (eps = cluster_eps)
+    and EXTRA."""
     x = unit(trace.hidden)
     fine = np.array([observables(xl, beta, cluster_eps) for xl in x])
     coarse = np.array([observables(xl, beta, 1.0 - threshold) for xl in x])
@@ -114,6 +116,18 @@ def embeddings(bert: Bert, text: str) -> np.ndarray:
     """[n, d] float64: the model's layer 0 for `text` (the embeddings after their LayerNorm,
     unnormalised), the start of a layer model that is this model (docs/layers.md)."""
     return embed(bert, np.asarray(bert.tokenizer.encode(text), dtype=np.int64))
+
+
+def save_embeddings(bert: Bert, text: str, path: Path) -> Path:
+    """np.save the embeddings of `text` at path; StoreError (exit 1) if it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            np.save(f, embeddings(bert, text))
+    except OSError as err:
+        raise StoreError(f"{path}: cannot write ({err.strerror or type(err).__name__})") \
+            from None
+    return path
 
 
 # ---------------------------------------------------------------- attention matrices

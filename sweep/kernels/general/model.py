@@ -16,7 +16,7 @@ from sweep.kernels.codes import ATTENTION_CODES, parse_mask
 
 
 class Dynamics(NamedTuple):
-    """The model of dx_i/dt = P_{x_i}(v_i) (+ noise), THEORY.md "Dynamics".
+    """The model of dx_i/dt = P_{x_i}(v_i) (+ noise), docs/theory.md, "Dynamics".
 
     attention: code above; beta: the config's beta (kept for callers that only need one);
     betas: [h] per-head inverse temperatures; identity: every Q_h^T K_h and V_h is the

@@ -1,4 +1,4 @@
-"""Brownian motion on the sphere, Euler-Maruyama with projection (THEORY.md, noise):
+"""Brownian motion on the sphere, Euler-Maruyama with projection (docs/theory.md, "Dynamics"):
 
     x <- normalise(x + dt v + sqrt(2 D dt) P_x(xi)),  xi standard Gaussian in R^d.
 

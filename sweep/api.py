@@ -1,0 +1,393 @@
+"""The Python API: what `import sweep` gives, and what every `sweep` command calls.
+
+    cfg = sweep.load("configs/demo.yaml", set=["grid.seed={range: [0, 2]}"])
+    plan = sweep.plan(cfg)              # jobs, axes, cost; nothing runs
+    ds = sweep.run(cfg)                 # the files and bits of `sweep run`
+    th = sweep.threshold(ds, "clustered_fraction", along="time")
+    sweep.plot(ds, "clustered_fraction", "demo.png", x="beta", y="time", threshold=th)
+
+Each function is the library call behind one command; the command only parses its options
+and prints what comes back. Errors are the exceptions of sweep.errors, whose message is the
+line the command prints. The pieces (a config, its jobs, its store) are made here from the
+config, never passed in separately, so a script cannot pair results with the wrong config.
+Loading and planning import neither Numba nor xarray; running and analysing import them
+when called.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sweep.core import config as _config
+from sweep.core.config import Config
+from sweep.core.grid import Axis, Job, axes, expand
+from sweep.core.grid import shard as _shard_jobs
+from sweep.core.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
+from sweep.errors import ConfigError, Interrupted, SweepWarning
+from sweep.kernels import cache
+from sweep.scheduling import shards as _shards
+
+if TYPE_CHECKING:
+    import xarray
+
+    from sweep.core.runner import Hooks, RunReport
+    from sweep.core.store import Store
+    from sweep.scheduling.status import Survey
+
+
+# ---------------------------------------------------------------- configs and plans
+
+def load(source: str | Path | dict, set: list[str] | tuple[str, ...] = ()) -> Config:
+    """A validated Config from a YAML file or a mapping, with `--set` style overrides
+    ("model.beta=2.5", YAML-typed). ConfigError names the offending key or file. A mapping's
+    relative input paths resolve against the working directory, a file's against the file."""
+    if isinstance(source, dict):
+        raw = _config.apply_overrides(copy.deepcopy(source), list(set))
+        return _config.from_dict(raw, overrides=tuple(set))
+    return _config.load(source, list(set))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What running a config will do, before anything runs."""
+
+    config: Config
+    jobs: list[Job]
+    axes: list[Axis]
+    cost: Cost
+    kernels: dict[str, KernelPlan]  # the compiled variants the jobs call, by name
+    cold: list[str]                 # the variants the compile cache does not hold yet
+    workers: int                    # jobs at once: this task's CPUs, or fewer if memory says
+    output: Path
+
+    @property
+    def compile_seconds(self) -> float:
+        """About how long the cold variants take to compile (once, then they are cached)."""
+        return cold_compile_seconds(self.cold)
+
+
+def plan(config: Config, out: str | Path | None = None, workers: int | None = None) -> Plan:
+    """Expand the grid and cost it: jobs, axes, flops, memory, time, kernels to compile.
+    ConfigError if the grid is invalid or one job (or the merged dataset) cannot fit in
+    memory; a SweepWarning per unstable step size and when fewer jobs fit at once."""
+    jobs = expand(config)
+    width = preflight(config, jobs, workers or _shards.task_cpus(), merged=True)
+    kernels = variants(jobs)
+    return Plan(config, jobs, axes(config), estimate(jobs, config.output.positions), kernels,
+                [name for name in kernels if not cache.holds(name)], width,
+                _output(config, out))
+
+
+def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
+              warn: bool = True) -> int:
+    """Refuse what cannot fit in memory (ConfigError); warn about unstable steps; return
+    how many of `workers` jobs fit in memory at once."""
+    from sweep.core import resources, stability
+
+    need = resources.need(jobs, config.output.positions, workers, merged)
+    available = resources.available_memory()
+    resources.check(need, available)  # before any warning: a refused config says one line
+    for line in stability.warnings(jobs) if warn else ():
+        warnings.warn(line, SweepWarning, stacklevel=3)
+    fit = resources.workers_that_fit(need, available)
+    if fit < need.workers:
+        warnings.warn(f"memory: at most {fit} job(s) fit at once, not {need.workers}: each "
+                      f"needs {need.per_job / 2**30:.3g} GiB of the {available / 2**30:.3g} "
+                      f"GiB available; running {fit} at once", SweepWarning, stacklevel=3)
+    return fit
+
+
+def _output(config: Config, out: str | Path | None) -> Path:
+    return Path(config.output.path if out is None else out)
+
+
+def store(config: Config, out: str | Path | None = None) -> Store:
+    """The parts folder of a config's results (sweep.core.store.Store), made from it."""
+    from sweep.core.store import Store
+
+    return Store(config, out)
+
+
+# ---------------------------------------------------------------- running
+
+@dataclass
+class Outcome:
+    """What `execute` did: the runner's report, and the merged results unless a shard."""
+
+    report: RunReport
+    store: Store
+    total: int                      # jobs of the config
+    shard: _shards.Shard | None
+    todo: int                       # jobs this call was to run (the shard's, or failed ones)
+    dataset: xarray.Dataset | None = None
+    path: Path | None = None        # the results file written
+
+
+def run(config: Config, out: str | Path | None = None, workers: int | None = None,
+        shard: str | tuple[int, int] | None = None, force: bool = False,
+        hooks: Hooks | None = None) -> xarray.Dataset | None:
+    """Run every job not already complete, then merge and write the results: the files and
+    bits of `sweep run`. Returns the results (None for a shard, which writes parts only).
+
+    out: the results file (default output.path); workers: jobs at once (default: this task's
+    CPUs); shard: "I/K" or (I, K) to run jobs I, I + K, ... only (default: from SWEEP_SHARD
+    or a scheduler's array variables, as the command); force: recompute complete jobs.
+    JobsFailed (a StoreError) if some jobs raised: it carries the dataset all the same.
+    Interrupted on Ctrl-C or a stop signal, after keeping every finished job.
+    """
+    from sweep.core.store import JobsFailed
+
+    outcome = execute(config, out, workers, shard, force, hooks=hooks)
+    if outcome.report.failed:
+        raise JobsFailed(outcome.report.failed, outcome.dataset)
+    return outcome.dataset
+
+
+def execute(config: Config, out: str | Path | None = None, workers: int | None = None,
+            shard: str | tuple[int, int] | None = None, force: bool = False,
+            only_failed: bool = False, hooks: Hooks | None = None) -> Outcome:
+    """`run`, reporting instead of raising for failed jobs (what `sweep run` prints).
+    only_failed: retry only the jobs whose part records a failure (parts only)."""
+    from sweep.core import runner
+    from sweep.core.store import merge, write_dataset
+    from sweep.scheduling import status
+    from sweep.scheduling.signals import stop_on_signals
+
+    hooks = hooks or runner.Hooks()
+    with stop_on_signals() as received:
+        jobs, part = expand(config), _shard(shard)
+        todo = _shard_jobs(jobs, part.index, part.count) if part else jobs
+        where = store(config, out)
+        if only_failed:
+            todo = status.only_failed(todo, where)
+        if part is not None:
+            hooks.notice(f"shard {part.index} of {part.count} (from {part.source}): "
+                         f"{len(todo)} of {len(jobs)} job(s)")
+        merged = part is None and not only_failed
+        width = preflight(config, todo, workers or _shards.task_cpus(), merged)
+        outcome = Outcome(runner.RunReport(), where, len(jobs), part, len(todo))
+        try:
+            outcome.report = runner.run(todo, where, workers=width, force=force, hooks=hooks,
+                                        keep=merged)
+            if merged:  # parts this run did not keep in memory are read
+                outcome.dataset = merge(where, jobs, known=outcome.report.parts)
+                outcome.path = write_dataset(outcome.dataset, where.output)
+        except (Interrupted, KeyboardInterrupt) as stop:
+            raise _stopped(stop, received, where) from None
+    return outcome
+
+
+def _shard(spec) -> _shards.Shard | None:
+    if isinstance(spec, tuple):
+        return _shards.resolve_shard(f"{spec[0]}/{spec[1]}")
+    return _shards.resolve_shard(spec)
+
+
+def _stopped(stop: BaseException, received, where: Store) -> Interrupted:
+    report = getattr(stop, "report", None)
+    kept = (f"{report.completed} job(s) finished this run and are kept" if report is not None
+            else "finished jobs are kept")
+    return Interrupted(f"stopped by {received.name}: {kept} in {where.dir}; nothing partial "
+                       "was written; run the same command again to resume",
+                       received.signum, report)
+
+
+def merge(config: Config, out: str | Path | None = None,
+          allow_missing: bool = False) -> xarray.Dataset:
+    """Assemble every completed job into one dataset and write it (`sweep merge`).
+    MissingJobs unless allow_missing (missing jobs are then NaN, status -1); StoreError if
+    the parts folder holds another config's parts in place of this one's."""
+    from sweep.core.store import merge as assemble
+    from sweep.core.store import write_dataset
+    from sweep.scheduling import status
+    from sweep.scheduling.signals import stop_on_signals
+
+    with stop_on_signals() as received:
+        where, jobs = store(config, out), expand(config)
+        status.check_not_edited(jobs, where)
+        preflight(config, jobs, 1, merged=True, warn=False)
+        try:
+            ds = assemble(where, jobs, allow_missing=allow_missing)
+            write_dataset(ds, where.output)
+        except KeyboardInterrupt:
+            raise Interrupted(f"stopped by {received.name}: {where.output} was not written; "
+                              "the parts are untouched", received.signum) from None
+    return ds
+
+
+def compile(config: Config) -> list[str]:
+    """Compile exactly the kernel variants the config's jobs call into the compile cache,
+    before many tasks start at once; returns their names (KernelPlan.variant)."""
+    from sweep.core.simulate import warm_up
+
+    jobs = expand(config)
+    warm_up(jobs)
+    return list(variants(jobs))
+
+
+# ---------------------------------------------------------------- on a cluster
+
+@dataclass(frozen=True)
+class Status:
+    """What a config's parts folder holds, and what to resubmit."""
+
+    config: Config
+    store: Store
+    survey: Survey
+    shards: int | None          # K of the array the rerun list is for (None: not known)
+    rerun: list[int]            # shards of K holding a job to redo
+    array: str                  # those shards as an array range, e.g. "0-2,5"
+    resubmit: list[str]         # the commands that resubmit them, then the merge
+
+    @property
+    def complete(self) -> bool:
+        s = self.survey
+        return not (s.missing or s.failed or s.damaged)
+
+
+def status(config: Config, out: str | Path | None = None,
+           shards: int | None = None) -> Status:
+    """Completed, missing, failed and damaged jobs, and the shards of a K-task array to
+    rerun (K: `shards`, else that of the last `sweep submit` for this output)."""
+    from sweep.scheduling import status as parts
+    from sweep.scheduling import submit
+
+    where = store(config, out)
+    found = parts.survey(expand(config), where)
+    record = submit.submitted(where.output) or {}
+    k = shards or record.get("shards")
+    rerun = found.rerun(k) if k else []
+    lines = []
+    if rerun and record.get("shards") == k and submit.rerun_script(record, where.output).is_file():
+        lines = submit.rerun_lines(record, rerun, where.output)
+    return Status(config, where, found, k, rerun, parts.array_spec(rerun), lines)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A job array and its merge job: the scripts, and the ids the scheduler gave them."""
+
+    scripts: dict[Path, str]        # the array script and the merge script, by path
+    jobs: int                       # jobs of the config
+    ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
+    plan: object                    # sweep.scheduling.submit.Plan: paths, logs, output
+
+
+def submit(config: Config, shards: int, out: str | Path | None = None,
+           parallel: int | None = None, workers: int | None = None,
+           scheduler: str = "slurm", scheduler_args: list[str] | None = None,
+           dry_run: bool = False) -> Submission:
+    """Write a job-array script of `shards` tasks and a merge job for the config's file,
+    compile its kernels into the compile cache, and submit both (`sweep submit`); with
+    dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
+    from sweep.scheduling import submit as scripts
+
+    if config.source is None:
+        raise ConfigError("submit: the array's tasks read a config file; load one from a file")
+    jobs = len(expand(config))
+    if shards > jobs:
+        warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
+                      "nothing to do", SweepWarning, stacklevel=2)
+    made = scripts.make_plan(config.name, config.source, list(config.overrides),
+                             _output(config, out), shards, parallel, workers, scheduler_args,
+                             scheduler)
+    texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
+    ids = None if dry_run else scripts.submit(made, config.hash)
+    return Submission(texts, jobs, ids, made)
+
+
+# ---------------------------------------------------------------- results
+
+def open(path: str | Path, load: bool = True) -> xarray.Dataset:
+    """A results (or threshold, theory, probe) file; ConfigError if missing or unreadable.
+    load=False leaves the variables on disk: close the dataset after use (`with`)."""
+    from sweep.analysis.results import open_results
+
+    return open_results(path, load=load)
+
+
+def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
+              level: float = 0.5, time: str | float | None = None, bootstrap: int = 1000,
+              seed: int = 0, direction: str = "any",
+              out: str | Path | None = None) -> xarray.Dataset:
+    """Where the seed-mean `var` first crosses `level` along an axis, with a bootstrap
+    interval, per point of the other axes (`sweep threshold`; out: also write it).
+    ds: results or their file; time: a saved time, "final" (None), "all", or a reduction over
+    time per run: "max", "min", "mean", "plateau"."""
+    from sweep.analysis.thresholds import threshold as locate
+
+    th = locate(_dataset(ds), var, along, level, time, bootstrap, seed, direction)
+    if out is not None:
+        from sweep.core.store import write_dataset
+
+        write_dataset(th, out)
+    return th
+
+
+def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
+         x: str = "beta", y: str | None = None, time: str | float | None = None,
+         sel: dict[str, float] | None = None, lines: str | None = None, threshold=None,
+         theory=None) -> Path:
+    """A phase diagram of `var` over (x, y), with a threshold and a theory curve drawn on it,
+    or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg; default
+    figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at their
+    nearest grid value; threshold, theory: datasets or their files."""
+    from sweep.analysis import plots
+
+    if path is None:
+        if not isinstance(ds, (str, Path)):
+            raise ConfigError("plot: name the figure file (path=...) for a dataset in memory")
+        path = Path("figures") / f"{Path(ds).stem}-{var}.png"
+    extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory))
+             if v is not None}
+    return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
+                      series=lines, **extra)
+
+
+# ---------------------------------------------------------------- trained transformers
+
+def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None,
+          beta: float = 1.0, cluster_eps: float = 1e-3, threshold: float = 0.9,
+          save_embeddings: str | Path | None = None) -> xarray.Dataset:
+    """A text file through a trained transformer's layers, measured by the simulations'
+    observables (`sweep probe`); written to `out` (default results/probe-<text>.nc).
+    model: "minilm" (`make models`) or a directory with config.json, model.safetensors and
+    tokenizer.json. save_embeddings: also save the model's layer 0 for the text there, the
+    start of a layer model that is the model. Docs: docs/trained.md, docs/layers.md."""
+    from sweep.core.store import write_dataset
+    from sweep.trained import bert
+    from sweep.trained import probe as probing
+
+    text = Path(text)
+    if not text.is_file():
+        raise ConfigError(f"{text}: no such text file")
+    words = text.read_text(encoding="utf-8", errors="replace")
+    loaded = bert.load(model)
+    ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text))
+    write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
+    if save_embeddings is not None:
+        probing.save_embeddings(loaded, words, Path(save_embeddings))
+    return ds
+
+
+def extract(directory: str | Path, model: str = "minilm", controls: bool = False,
+            full: bool = False) -> dict:
+    """Each layer's attention matrices as .npy files of shape (heads, d, d) for the `qk:` and
+    `v:` config keys, and index.json (`sweep extract`); returns the index. full: every weight
+    a layer model needs to be the model, a weights folder for `model.weights`
+    (docs/layers.md)."""
+    from sweep.trained import bert
+    from sweep.trained import full as whole
+    from sweep.trained import probe as probing
+
+    if full:
+        return whole.extract_full(bert.load(model), Path(directory), controls)
+    return probing.extract(bert.load(model), Path(directory), controls)
+
+
+def _dataset(ds):
+    return open(ds) if isinstance(ds, (str, Path)) else ds

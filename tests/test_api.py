@@ -1,0 +1,157 @@
+"""The Python API (`import sweep`) against the command line it stands under: the same files,
+the same bits, the same one-line errors, and nothing heavy imported until it is needed."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+
+import sweep
+from helpers import SMALL, assert_same_results, invoke
+from sweep.core import runner
+from sweep.core.grid import expand
+from sweep.core.store import JobsFailed, MissingJobs, Store, merge
+from sweep.errors import ConfigError, StoreError
+
+ROOT = Path(__file__).parents[1]
+HEAVY = ("numba", "xarray", "matplotlib", "pandas", "netCDF4")
+
+
+def imported_after(code: str) -> dict:
+    """{"heavy": the heavy packages sys.modules holds after `code`, "out": what it printed}."""
+    script = (f"import sys\n{code}\n"
+              f"print('HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)}))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    *out, heavy = done.stdout.strip().splitlines()
+    return {"heavy": eval(heavy.removeprefix("HEAVY ")), "out": out}
+
+
+def test_import_sweep_is_cheap():
+    assert imported_after("import sweep")["heavy"] == []
+
+
+def test_loading_and_planning_import_no_numba():
+    found = imported_after("import sweep\np = sweep.plan(sweep.load('configs/demo.yaml'))\n"
+                           "print(len(p.jobs), [a.name for a in p.axes], list(p.kernels))")
+    assert found["heavy"] == []
+    assert found["out"] == ["320 ['beta', 'd', 'seed'] ['rows-float64']"]
+
+
+def test_the_api_names_are_the_spec_names():
+    for name in ("load", "plan", "run", "open", "threshold", "plot", "theory"):
+        assert name in dir(sweep) and getattr(sweep, name) is not None
+    assert callable(sweep.theory.equiangular) and callable(sweep.theory.kappa_c)
+    with pytest.raises(AttributeError):
+        sweep.no_such_name  # noqa: B018
+
+
+def test_load_from_a_dict_equals_the_file_with_the_same_overrides(cfg_path):
+    sets = ["model.beta=2.5", "grid.seed={range: [0, 3]}"]
+    from_file, from_dict = sweep.load(cfg_path, set=sets), sweep.load(SMALL, set=sets)
+    assert from_file.hash == from_dict.hash and from_file.model.beta == 2.5
+    assert SMALL["grid"]["seed"] == {"range": [0, 2]}  # the caller's mapping is left alone
+    assert from_file.overrides == tuple(sets) and from_file.source == cfg_path
+
+
+def test_plan_counts_jobs_axes_and_cost(cfg_path):
+    p = sweep.plan(sweep.load(cfg_path))
+    assert len(p.jobs) == 6 and [(a.name, len(a)) for a in p.axes] == [("beta", 3),
+                                                                      ("seed", 2)]
+    assert p.cost.gflop > 0 and p.cost.seconds > 0 and p.workers >= 1
+    assert p.output == Path("results/small.nc")
+
+
+def part_arrays(store):
+    """{part file name: its arrays and meta}, wall_seconds left out (it is a measurement)."""
+    found = {}
+    for path in sorted(store.dir.glob("*.npz")):
+        with np.load(path) as f:
+            found[path.name] = {k: f[k].tolist() for k in f.files if k != "wall_seconds"}
+    return found
+
+
+def test_run_writes_the_files_and_bits_of_sweep_run(cfg_path, tmp_path):
+    cfg = sweep.load(cfg_path)
+    ds = sweep.run(cfg, out=tmp_path / "api.nc", workers=2)
+    cli = subprocess.run([sys.executable, "-m", "sweep", "run", str(cfg_path), "--out",
+                          str(tmp_path / "cli.nc"), "--workers", "1"], capture_output=True,
+                         text=True)
+    assert cli.returncode == 0, cli.stderr
+    api, cmd = Store(cfg, tmp_path / "api.nc"), Store(cfg, tmp_path / "cli.nc")
+    assert part_arrays(api) == part_arrays(cmd) and len(part_arrays(api)) == 6
+    with xr.open_dataset(tmp_path / "api.nc") as a, xr.open_dataset(tmp_path / "cli.nc") as b:
+        assert_same_results(a.load(), b.load())
+        assert {k: v for k, v in a.attrs.items() if k != "history"} == \
+            {k: v for k, v in b.attrs.items() if k != "history"}
+    assert_same_results(ds, sweep.open(tmp_path / "cli.nc"))
+
+
+def test_a_shard_writes_parts_only_and_merge_assembles_them(cfg_path, tmp_path):
+    cfg, out = sweep.load(cfg_path), tmp_path / "r.nc"
+    assert sweep.run(cfg, out=out, shard="0/2") is None and not out.exists()
+    with pytest.raises(MissingJobs, match="3 job"):
+        sweep.merge(cfg, out=out)
+    sweep.run(cfg, out=out, shard=(1, 2))
+    assert_same_results(sweep.merge(cfg, out=out), sweep.run(cfg, out=tmp_path / "all.nc"))
+
+
+def test_errors_carry_the_line_the_command_prints(cfg_path, tmp_path):
+    bad = dict(SMALL, model={"beta": -1.0})
+    with pytest.raises(ConfigError) as raised:
+        sweep.load(bad)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    result = invoke("plan", path)
+    assert result.exit_code == 2 and str(raised.value) in result.output
+    assert str(raised.value) == "model.beta: must be >= 0.0, got -1.0"
+    with pytest.raises(StoreError) as missing:
+        sweep.merge(sweep.load(cfg_path), out=tmp_path / "none.nc")
+    result = invoke("merge", cfg_path, "--out", tmp_path / "none.nc")
+    assert result.exit_code == 1 and str(missing.value) in result.output
+
+
+def test_the_store_is_made_from_the_config(cfg_path, tmp_path):
+    cfg, other = sweep.load(cfg_path), sweep.load(cfg_path, set=["model.n=5"])
+    sweep.run(cfg, out=tmp_path / "r.nc", workers=1)
+    store = sweep.store(cfg, tmp_path / "r.nc")
+    meta = {json.loads(str(np.load(p)["meta"]))["config_hash"] for p in store.dir.glob("*.npz")}
+    assert meta == {cfg.hash} and store.config_hash == cfg.hash
+    with pytest.raises(ValueError, match="not this config's jobs"):
+        merge(store, expand(cfg)[:4])
+    with pytest.raises(StoreError, match="different config"):  # a changed config is refused
+        sweep.merge(other, out=tmp_path / "r.nc", allow_missing=True)
+
+
+def test_failed_jobs_raise_with_the_dataset(cfg_path, tmp_path, monkeypatch):
+    real = runner.simulate
+
+    def fragile(job, *args, **options):
+        if job.index == 4:
+            raise RuntimeError("singular matrix")
+        return real(job, *args, **options)
+
+    monkeypatch.setattr(runner, "simulate", fragile)
+    with pytest.raises(JobsFailed, match="1 job.* indices 4; the first: RuntimeError") as e:
+        sweep.run(sweep.load(cfg_path), out=tmp_path / "r.nc")
+    assert isinstance(e.value, StoreError)
+    assert int(e.value.dataset.status.values.ravel()[4]) == 2
+    assert (tmp_path / "r.nc").is_file()
+
+
+def test_threshold_and_plot_take_datasets_or_files(cfg_path, tmp_path):
+    pytest.importorskip("matplotlib")
+    ds = sweep.run(sweep.load(cfg_path), out=tmp_path / "r.nc")
+    th = sweep.threshold(ds, "mean_cosine", along="time", level=0.5,
+                         out=tmp_path / "th.nc")
+    again = sweep.threshold(tmp_path / "r.nc", "mean_cosine", along="time", level=0.5)
+    xr.testing.assert_identical(th, again)
+    xr.testing.assert_identical(th, sweep.open(tmp_path / "th.nc"))
+    figure = sweep.plot(tmp_path / "r.nc", "mean_cosine", tmp_path / "f.png", x="beta",
+                        y="time", threshold=th)
+    assert figure.stat().st_size > 1000
