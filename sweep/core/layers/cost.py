@@ -1,5 +1,5 @@
 """What a layer-model job costs: counted flops and the bytes it holds (for `sweep plan` and
-the runner's memory budget), in the spirit of sweep.core.simulate.job_flop / job_bytes."""
+the runner's memory budget), beside sweep.core.kernel.job_flop / job_bytes, which call them."""
 
 from __future__ import annotations
 
