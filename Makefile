@@ -52,7 +52,7 @@ docs: install
 	$(PY) -m sweep.cli._docs
 
 lint: install
-	$(VENV)/bin/ruff check sweep tests benchmarks
+	$(VENV)/bin/ruff check sweep tests benchmarks figures
 	$(VENV)/bin/lint-imports
 
 # Also forgets the kernels this checkout compiled (Numba misses edits across kernel files).
@@ -62,91 +62,135 @@ clean:
 
 # ---------------------------------------------------------------- figures
 # sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`
-# redoes only what a changed config or analysis module affects. Each sweep runs on
-# FIG_WORKERS threads; -j2 runs the two sweeps side by side.
+# redoes only what a changed config or analysis module affects. Each figure's rule also
+# writes its sidecar, FIG/NAME.json: the numbers it shows (sweep plot --numbers). The
+# README and docs quote run numbers only from sidecars, through figures/sidecars.py.
+# `make check-figures` redoes every sidecar in a temporary folder (RES and FIG point there)
+# and compares: a change that moves a published number fails until the figures are redone.
+# Each sweep runs on FIG_WORKERS threads; -j2 runs two sweeps side by side.
 FIG_WORKERS ?= 1
-FIGURES := figures/phase-glpr.png figures/phase-glpr-lines.png \
-           figures/condensation.png figures/condensation-lines.png figures/hysteresis.png
+RES ?= results
+FIG ?= figures
+PLOT := $(SWEEP) plot
+FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
+           $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
+           $(FIG)/entropy-monotone.json
+ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
+            sweep/analysis/scales.py \
+            sweep/analysis/results.py
+# the console output quoted in the README: fixed width, so that it reads the same anywhere
+CONSOLE := env COLUMNS=120 TERM=dumb
 
-figures: $(FIGURES)
+.PHONY: figure-files check-figures
+figures: figure-files
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md
 
-results/phase-glpr.nc results/condensation.nc results/hysteresis.nc: \
-        results/%.nc: configs/%.yaml | $(VENV)/.installed
+figure-files: $(FIGURES)
+
+$(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
+$(RES)/entropy-monotone.nc: \
+		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-results/theory-equiangular-n32.nc: sweep/analysis/theory/equiangular.py | $(VENV)/.installed
-	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9 181 --t-max 30 \
-		--save-every 0.25 -o $@
+$(RES)/theory-equiangular-n32.nc: sweep/analysis/theory/equiangular.py | $(VENV)/.installed
+	$(SWEEP) theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9.5 191 \
+		--t-max 30 --save-every 0.25 -o $@ > /dev/null
 
-results/phase-glpr.threshold.nc: results/phase-glpr.nc sweep/analysis/thresholds.py sweep/analysis/results.py
-	$(SWEEP) threshold $< --var clustered_fraction --along time --level 0.5 -o $@
+$(RES)/demo.threshold.nc $(RES)/phase-glpr.threshold.nc: $(RES)/%.threshold.nc: $(RES)/%.nc \
+		sweep/analysis/thresholds.py sweep/analysis/results.py
+	$(CONSOLE) $(SWEEP) threshold $< --var clustered_fraction --along time --level 0.5 \
+		-o $@ > $(RES)/$*.threshold.txt
 
-results/condensation.threshold.nc: results/condensation.nc sweep/analysis/thresholds.py sweep/analysis/results.py
+$(RES)/condensation.threshold.nc: $(RES)/condensation.nc sweep/analysis/thresholds.py \
+		sweep/analysis/results.py
 	$(SWEEP) threshold $< --var n_clusters --time plateau --along beta --level 1.5 \
-		--direction up -o $@
+		--direction up -o $@ > /dev/null
 
-figures/phase-glpr.png: results/phase-glpr.nc results/phase-glpr.threshold.nc \
-                        results/theory-equiangular-n32.nc sweep/analysis/plots.py
-	$(SWEEP) plot $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
-		--theory $(word 3,$^) -o $@
+$(FIG)/demo.png: $(RES)/demo.nc $(RES)/demo.threshold.nc $(RES)/theory-equiangular-n32.nc \
+		configs/demo.yaml $(ANALYSIS)
+	$(PLOT) $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
+		--theory $(word 3,$^) -o $@ --numbers $(@:.png=.json)
+	$(CONSOLE) $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
+		> $(FIG)/demo.plan.txt  # (whether kernels are cached yet is no number of the run)
+	grep -v '^threshold: ' $(RES)/demo.threshold.txt | tail -n 5 > $(FIG)/demo.threshold.txt
 
-figures/phase-glpr-lines.png: results/phase-glpr.nc results/theory-equiangular-n32.nc \
-                              sweep/analysis/plots.py
-	$(SWEEP) plot $< --var mean_cosine --x time --lines beta --sel d=1024 \
-		--theory $(word 2,$^) -o $@
+$(FIG)/phase-glpr.png: $(RES)/phase-glpr.nc $(RES)/phase-glpr.threshold.nc \
+		$(RES)/theory-equiangular-n32.nc $(ANALYSIS)
+	$(PLOT) $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
+		--theory $(word 3,$^) -o $@ --numbers $(@:.png=.json)
 
-figures/condensation.png: results/condensation.nc results/condensation.threshold.nc \
-                          sweep/analysis/plots.py
-	$(SWEEP) plot $< --var n_clusters --time plateau --x beta --y d \
-		--threshold $(word 2,$^) -o $@
+$(FIG)/phase-glpr-lines.png: $(RES)/phase-glpr.nc $(RES)/theory-equiangular-n32.nc $(ANALYSIS)
+	$(PLOT) $< --var mean_cosine --x time --lines beta --sel d=1024 --theory $(word 2,$^) \
+		-o $@ --numbers $(@:.png=.json)
 
-figures/condensation-lines.png: results/condensation.nc sweep/analysis/plots.py
-	$(SWEEP) plot $< --var n_clusters --x time --sel d=16 -o $@
+$(FIG)/condensation.png: $(RES)/condensation.nc $(RES)/condensation.threshold.nc $(ANALYSIS)
+	$(PLOT) $< --var n_clusters --time plateau --x beta --y d --threshold $(word 2,$^) \
+		-o $@ --numbers $(@:.png=.json)
+
+$(FIG)/condensation-lines.png: $(RES)/condensation.nc $(ANALYSIS)
+	$(PLOT) $< --var n_clusters --x time --sel d=16 -o $@ --numbers $(@:.png=.json)
+
+check-figures: | $(VENV)/.installed
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
+	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
+	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
-# figure and its numbers (the sidecar figures/hysteresis.json) from one rule.
-results/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
-                                    sweep/analysis/theory/bessel.py | $(VENV)/.installed
+# figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
+$(RES)/theory-kappa-c-d8-beta3.nc: sweep/analysis/theory/noise.py \
+                                   sweep/analysis/theory/bessel.py | $(VENV)/.installed
 	$(SWEEP) theory kappa-c --d 8 --beta 3 -o $@ > /dev/null
 
-figures/hysteresis.png figures/hysteresis.json &: results/hysteresis.nc \
-        results/theory-kappa-c-d8-beta3.nc figures/hysteresis.py sweep/analysis/thresholds.py
-	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) figures/hysteresis.png
+$(FIG)/hysteresis.png: $(RES)/hysteresis.nc $(RES)/theory-kappa-c-d8-beta3.nc \
+		figures/hysteresis.py sweep/analysis/thresholds.py
+	$(PY) figures/hysteresis.py $(word 1,$^) $(word 2,$^) $@
+
+# Whether attention entropy ever falls (docs/analysis.md): `sweep monotone` of the sweep, then
+# its sidecar figures/entropy-monotone.json and, from it, the table in docs/analysis.md.
+$(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/monotone.py
+	$(SWEEP) monotone $< --var attention_entropy -o $@ > /dev/null
+
+# the docs table is rewritten only when the real figures are made, never by check-figures
+$(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
+	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
 
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.
 .PHONY: figures-trained
-figures-trained: figures/trained-vs-random.png figures/layers.png
+figures-trained: figures/trained-vs-random.png $(FIG)/layers.png
 
 results/minilm/index.json: | $(VENV)/.models
 	$(SWEEP) extract --controls -o results/minilm
 
-results/probe-readme-intro.nc results/embeddings-readme-intro.npy &: \
+$(RES)/probe-readme-intro.nc $(RES)/embeddings-readme-intro.npy &: \
 		configs/texts/readme-intro.txt | $(VENV)/.models
-	$(SWEEP) probe --text $< -o results/probe-readme-intro.nc \
-		--save-embeddings results/embeddings-readme-intro.npy
+	$(SWEEP) probe --text $< -o $(RES)/probe-readme-intro.nc \
+		--save-embeddings $(RES)/embeddings-readme-intro.npy
 
 # MiniLM as a layer model (docs/layers.md): the weights folder, the components sweep, the
-# identity-weight baseline, then the figure, its numbers (figures/layers.json) and the table
-# of docs/layers.md, all from one rule.
-results/minilm-full/index.json: | $(VENV)/.models
-	$(SWEEP) extract --full --controls -o results/minilm-full
+# identity-weight baseline, then the figure and its numbers (the sidecar FIG/layers.json)
+# from one rule; the table of docs/layers.md is rewritten only for the committed figure.
+$(RES)/minilm-full/index.json: | $(VENV)/.models
+	$(SWEEP) extract --full --controls -o $(RES)/minilm-full
 
-results/minilm-layers.nc: configs/minilm-layers.yaml results/minilm-full/index.json \
-                          results/embeddings-readme-intro.npy
+$(RES)/minilm-layers.nc: configs/minilm-layers.yaml $(RES)/minilm-full/index.json \
+		$(RES)/embeddings-readme-intro.npy
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-results/minilm-identity.nc: configs/minilm-identity.yaml results/embeddings-readme-intro.npy
+$(RES)/minilm-identity.nc: configs/minilm-identity.yaml $(RES)/embeddings-readme-intro.npy
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
-figures/layers.png figures/layers.json &: results/minilm-layers.nc results/minilm-identity.nc \
-                                          figures/layers.py
-	$(PY) figures/layers.py $(word 1,$^) $(word 2,$^) figures/layers.png --docs docs/layers.md
+$(FIG)/layers.png $(FIG)/layers.json &: $(RES)/minilm-layers.nc $(RES)/minilm-identity.nc \
+		figures/layers.py
+	$(PY) figures/layers.py $(word 1,$^) $(word 2,$^) $(FIG)/layers.png \
+		$(if $(filter figures,$(FIG)),--docs docs/layers.md)
 
 results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/index.json
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
 figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
                                figures/trained_vs_random.py sweep/analysis/plots.py
-	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@
+	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@ $(@:.png=.json)
+	$(PY) figures/sidecars.py prose docs/trained.md

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import xarray as xr
 
-VARIABLES = ("mean_cosine", "n_clusters", "largest_cluster", "token_norm")
+VARIABLES = ("mean_cosine", "n_groups", "largest_cluster", "overlap_gap", "inter_attention",
+             "n_clusters", "token_norm")
+SHOWN = VARIABLES[:5]  # the figure's rows
 WEIGHTS = ("trained", "norm-matched Gaussian")  # the folder's index.json, index-gaussian.json
 BEGIN, END = "<!-- begin: figures/layers.json -->", "<!-- end: figures/layers.json -->"
 
@@ -40,26 +42,35 @@ def numbers(layers: xr.Dataset, identity: xr.Dataset) -> dict:
     return out
 
 
-def _series(da) -> list[float]:
-    return [round(float(v), 6) for v in da.squeeze().values]
+def _series(da) -> list[float | None]:
+    """Per layer, 6 decimals; None where the value is NaN (overlap_gap with < 2 groups)."""
+    return [None if v != v else round(float(v), 6) for v in da.squeeze().values]
 
 
 def table(sidecar: dict) -> str:
-    """The docs table: mean cosine per layer and the clusters at the last layer."""
-    cos, clusters = sidecar["variables"]["mean_cosine"], sidecar["variables"]["n_clusters"]
-    largest = sidecar["variables"]["largest_cluster"]
-    last = len(cos["identity"]) - 1
+    """The docs table: mean cosine per layer; groups, the largest cluster's share, the
+    overlap gap and the inter-cluster attention at the last layer."""
+    v = sidecar["variables"]
+    last = len(v["mean_cosine"]["identity"]) - 1
+    at_last = {"n_groups": ".0f", "largest_cluster": ".3f", "overlap_gap": ".3f",
+               "inter_attention": ".3f"}
     head = ["weights", "components"] + [f"L{layer}" for layer in range(last + 1)] + \
-        [f"n_clusters L{last}", f"largest L{last}"]
+        [f"{name} L{last}" for name in at_last]
     rows = [head, ["---"] * len(head)]
+
+    def row(label, component, pick):
+        return [label, component] + [f"{x:.3f}" for x in pick(v["mean_cosine"])] + \
+            [_number(pick(v[name])[-1], form) for name, form in at_last.items()]
+
     for weights in WEIGHTS:
-        for component, values in cos[weights].items():
-            rows.append([weights, component] + [f"{v:.3f}" for v in values] +
-                        [f"{clusters[weights][component][-1]:.0f}",
-                         f"{largest[weights][component][-1]:.3f}"])
-    rows.append(["identity (sphere)", "-"] + [f"{v:.3f}" for v in cos["identity"]] +
-                [f"{clusters['identity'][-1]:.0f}", f"{largest['identity'][-1]:.3f}"])
+        for component in v["mean_cosine"][weights]:
+            rows.append(row(weights, component, lambda t, w=weights, c=component: t[w][c]))
+    rows.append(row("identity (sphere)", "-", lambda t: t["identity"]))
     return "\n".join("| " + " | ".join(r) + " |" for r in rows)
+
+
+def _number(x, form: str) -> str:
+    return "-" if x is None else format(x, form)
 
 
 def draw(sidecar: dict, path: Path) -> None:
@@ -68,8 +79,8 @@ def draw(sidecar: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = VARIABLES[:3]
-    fig, axes = plt.subplots(len(shown), 2, figsize=(11, 3.2 * len(shown)), sharex=True,
+    shown = SHOWN
+    fig, axes = plt.subplots(len(shown), 2, figsize=(11, 2.8 * len(shown)), sharex=True,
                              sharey="row", layout="constrained", squeeze=False)
     colours = dict(zip(next(iter(sidecar["variables"]["mean_cosine"].values())),
                        ("black", "tab:blue", "tab:green", "tab:red", "tab:orange")))
@@ -77,9 +88,9 @@ def draw(sidecar: dict, path: Path) -> None:
         data = sidecar["variables"][var]
         for ax, weights in zip(row, WEIGHTS):
             for component, values in data[weights].items():
-                ax.plot(range(len(values)), values, "o-", ms=3, color=colours[component],
+                ax.plot(range(len(values)), _nan(values), "o-", ms=3, color=colours[component],
                         lw=2.2 if component == "full" else 1.2, label=component)
-            ax.plot(range(len(data["identity"])), data["identity"], "k--", lw=1,
+            ax.plot(range(len(data["identity"])), _nan(data["identity"]), "k--", lw=1,
                     label="identity weights (sphere)")
             ax.set_title(f"{weights} matrices: {var}", fontsize=9)
             ax.set_xlabel("layer (0 = the model's embeddings)")
@@ -90,6 +101,10 @@ def draw(sidecar: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _nan(values: list) -> list[float]:
+    return [float("nan") if x is None else x for x in values]
 
 
 def write_docs(docs: Path, sidecar: dict) -> None:
@@ -106,7 +121,7 @@ def main(argv: list[str]) -> None:
     out = Path(out)
     out.with_suffix(".json").write_text(json.dumps(sidecar, indent=1) + "\n")
     draw(sidecar, out)
-    if "--docs" in argv:
+    if "--docs" in argv:  # only for the committed figure, never for check-figures
         write_docs(Path(argv[argv.index("--docs") + 1]), sidecar)
 
 

@@ -1,7 +1,7 @@
 """Draw figures/trained-vs-random.png: simulations with identity, norm-matched Gaussian and
 trained (all-MiniLM-L6-v2) attention matrices, beside the trained model's own layers.
 
-    python figures/trained_vs_random.py SIMULATIONS.nc PROBE.nc OUT.png
+    python figures/trained_vs_random.py SIMULATIONS.nc PROBE.nc OUT.png [NUMBERS.json]
 
 SIMULATIONS.nc is `sweep run configs/trained-vs-random.yaml`; PROBE.nc is `sweep probe`.
 The drawing is sweep.analysis.plots.trained_vs_random.
@@ -15,5 +15,6 @@ from sweep.analysis.plots import trained_vs_random
 
 if __name__ == "__main__":
     sim_path, probe_path, out = sys.argv[1:4]
+    numbers = sys.argv[4] if len(sys.argv) > 4 else None
     with xr.open_dataset(sim_path) as sim, xr.open_dataset(probe_path) as probe:
-        trained_vs_random(sim, probe, out)
+        trained_vs_random(sim, probe, out, numbers)

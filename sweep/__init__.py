@@ -15,7 +15,7 @@ or matplotlib. Errors: sweep.errors. Walk-through: docs/python.md.
 from sweep._version import __version__
 
 _API = ("load", "plan", "run", "execute", "merge", "compile", "status", "submit", "open",
-        "threshold", "plot", "probe", "extract", "store", "Plan", "Outcome", "Status",
+        "threshold", "monotone", "plot", "probe", "extract", "store", "Plan", "Outcome", "Status",
         "Submission")
 __all__ = [*_API, "theory", "errors", "__version__"]
 

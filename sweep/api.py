@@ -198,23 +198,25 @@ def _stopped(stop: BaseException, received, where: Store) -> Interrupted:
 
 def merge(config: Config, out: str | Path | None = None,
           allow_missing: bool = False) -> xarray.Dataset:
-    """Assemble every completed job into one dataset and write it (`sweep merge`).
-    MissingJobs unless allow_missing (missing jobs are then NaN, status -1); StoreError if
-    the parts folder holds another config's parts in place of this one's."""
+    """Assemble every completed job into one dataset and write it to `out` (default
+    output.path) (`sweep merge`). The parts are always those beside output.path (after
+    `run(out=X)`, load the config with set=["output.path=X"]). MissingJobs unless
+    allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder holds
+    another config's parts in place of this one's."""
     from sweep.core.store import merge as assemble
     from sweep.core.store import write_dataset
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
 
     with stop_on_signals() as received:
-        where, jobs = store(config, out), expand(config)
+        where, jobs, target = store(config), expand(config), _output(config, out)
         status.check_not_edited(jobs, where)
         preflight(config, jobs, 1, merged=True, warn=False)
         try:
             ds = assemble(where, jobs, allow_missing=allow_missing)
-            write_dataset(ds, where.output)
+            write_dataset(ds, target)
         except KeyboardInterrupt:
-            raise Interrupted(f"stopped by {received.name}: {where.output} was not written; "
+            raise Interrupted(f"stopped by {received.name}: {target} was not written; "
                               "the parts are untouched", received.signum) from None
     return ds
 
@@ -242,6 +244,7 @@ class Status:
     rerun: list[int]            # shards of K holding a job to redo
     array: str                  # those shards as an array range, e.g. "0-2,5"
     resubmit: list[str]         # the commands that resubmit them, then the merge
+    merged: str = ""            # the merged dataset: not written yet, or which config it holds
 
     @property
     def complete(self) -> bool:
@@ -252,11 +255,12 @@ class Status:
 def status(config: Config, out: str | Path | None = None,
            shards: int | None = None) -> Status:
     """Completed, missing, failed and damaged jobs, and the shards of a K-task array to
-    rerun (K: `shards`, else that of the last `sweep submit` for this output)."""
+    rerun (K: `shards`, else that of the last `sweep submit` for this output). The parts are
+    those beside output.path; `out` names the merged dataset to report on."""
     from sweep.scheduling import status as parts
     from sweep.scheduling import submit
 
-    where = store(config, out)
+    where = store(config)
     found = parts.survey(expand(config), where)
     record = submit.submitted(where.output) or {}
     k = shards or record.get("shards")
@@ -264,7 +268,8 @@ def status(config: Config, out: str | Path | None = None,
     lines = []
     if rerun and record.get("shards") == k and submit.rerun_script(record, where.output).is_file():
         lines = submit.rerun_lines(record, rerun, where.output)
-    return Status(config, where, found, k, rerun, parts.array_spec(rerun), lines)
+    merged = parts.merged_state(_output(config, out), config.hash)
+    return Status(config, where, found, k, rerun, parts.array_spec(rerun), lines, merged)
 
 
 @dataclass(frozen=True)
@@ -311,7 +316,7 @@ def open(path: str | Path, load: bool = True) -> xarray.Dataset:
 
 
 def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
-              level: float = 0.5, time: str | float | None = None, bootstrap: int = 1000,
+              level: float = 0.5, time: str | float | None = None, bootstrap: int = 2000,
               seed: int = 0, direction: str = "any",
               out: str | Path | None = None) -> xarray.Dataset:
     """Where the seed-mean `var` first crosses `level` along an axis, with a bootstrap
@@ -328,14 +333,30 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
     return th
 
 
+def monotone(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
+             out: str | Path | None = None) -> xarray.Dataset:
+    """Per grid point, where `var` falls along `along` (time, or layer in a probe dataset)
+    beyond rounding: `falls`, `intervals`, `worst_fall`, `first_fall` (`sweep monotone`; out:
+    also write it). Docs: docs/analysis.md."""
+    from sweep.analysis.monotone import monotone as falls
+
+    result = falls(_dataset(ds), var, along)
+    if out is not None:
+        from sweep.core.store import write_dataset
+
+        write_dataset(result, out)
+    return result
+
+
 def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
          x: str = "beta", y: str | None = None, time: str | float | None = None,
-         sel: dict[str, float] | None = None, lines: str | None = None, threshold=None,
-         theory=None) -> Path:
+         sel: dict[str, float | str] | None = None, lines: str | None = None, threshold=None,
+         theory=None, numbers: str | Path | None = None) -> Path:
     """A phase diagram of `var` over (x, y), with a threshold and a theory curve drawn on it,
     or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg; default
-    figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at their
-    nearest grid value; threshold, theory: datasets or their files."""
+    figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at one of
+    their grid values (exactly; ConfigError naming the nearest otherwise); threshold, theory:
+    datasets or their files; numbers: also write the numbers the figure shows (JSON)."""
     from sweep.analysis import plots
 
     if path is None:
@@ -345,19 +366,22 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
     extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory))
              if v is not None}
     return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
-                      series=lines, **extra)
+                      series=lines, numbers_path=numbers, **extra)
 
 
 # ---------------------------------------------------------------- trained transformers
 
 def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None,
           beta: float = 1.0, cluster_eps: float = 1e-3, threshold: float = 0.9,
+          project: int | None = None,
           save_embeddings: str | Path | None = None) -> xarray.Dataset:
     """A text file through a trained transformer's layers, measured by the simulations'
     observables (`sweep probe`); written to `out` (default results/probe-<text>.nc).
     model: "minilm" (`make models`) or a directory with config.json, model.safetensors and
-    tokenizer.json. save_embeddings: also save the model's layer 0 for the text there, the
-    start of a layer model that is the model. Docs: docs/trained.md, docs/layers.md."""
+    tokenizer.json; project: K, every cluster observable also on each layer's tokens
+    projected on their top K principal components; save_embeddings: also save the model's
+    layer 0 for the text there, the start of a layer model that is the model. Docs:
+    docs/trained.md, docs/layers.md."""
     from sweep.core.store import write_dataset
     from sweep.trained import bert
     from sweep.trained import probe as probing
@@ -367,7 +391,8 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
         raise ConfigError(f"{text}: no such text file")
     words = text.read_text(encoding="utf-8", errors="replace")
     loaded = bert.load(model)
-    ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text))
+    ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text),
+                       project=project)
     write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
     if save_embeddings is not None:
         probing.save_embeddings(loaded, words, Path(save_embeddings))

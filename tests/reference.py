@@ -39,23 +39,77 @@ def rk4_step(x, kind, beta, dt):
     return normalize(x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
 
 
-def components(adjacency):
-    """Connected component sizes of a boolean graph (depth-first search)."""
+def cluster_labels(adjacency):
+    """[n] the connected component of each token of a boolean graph (depth-first search),
+    numbered in order of each component's least token."""
     n = adjacency.shape[0]
-    seen, sizes = np.zeros(n, bool), []
+    label = np.full(n, -1)
+    count = 0
     for s in range(n):
-        if seen[s]:
+        if label[s] >= 0:
             continue
-        stack, size = [s], 0
-        seen[s] = True
+        stack, label[s] = [s], count
         while stack:
             i = stack.pop()
-            size += 1
-            for j in np.flatnonzero(adjacency[i] & ~seen):
-                seen[j] = True
+            for j in np.flatnonzero(adjacency[i] & (label < 0)):
+                label[j] = count
                 stack.append(j)
-        sizes.append(size)
-    return sizes
+        count += 1
+    return label
+
+
+def components(adjacency):
+    """Connected component sizes of a boolean graph."""
+    return list(np.bincount(cluster_labels(adjacency)))
+
+
+def silhouette(x, labels):
+    """Mean silhouette coefficient of the points x: [n, d] under labels: [n], with the cosine
+    distance 1 - <x_i, x_j> / (|x_i| |x_j|), by its definition (Rousseeuw 1987) as
+    scikit-learn's silhouette_score(x, labels, metric="cosine") takes it: distances clipped to
+    [0, 2] with a zero diagonal, s_i = (b_i - a_i) / max(a_i, b_i), a_i the mean distance to
+    the rest of i's cluster, b_i the least mean distance to another cluster, s_i = 0 for a
+    cluster of one point. Checked once against scikit-learn 1.9.1 on 17 random clustered
+    states (silhouettes 0.58 to 0.99): equal to 1.1e-16. scikit-learn is not a test
+    dependency: it would bring a large package for these ten lines."""
+    u = normalize(x)
+    dist = np.clip(1.0 - u @ u.T, 0.0, 2.0)
+    np.fill_diagonal(dist, 0.0)
+    s = np.zeros(len(x))
+    for i in range(len(x)):
+        own = labels == labels[i]
+        if own.sum() < 2:
+            continue
+        a = dist[i, own].sum() / (own.sum() - 1)
+        b = min(dist[i, labels == k].mean() for k in np.unique(labels) if k != labels[i])
+        s[i] = (b - a) / max(a, b) if max(a, b) > 0 else 0.0
+    return s.mean()
+
+
+def resolved(x, weights, eps):
+    """The cluster-resolved observables (n_groups, singleton_fraction, overlap_gap,
+    inter_attention, silhouette) of x: [n, d], clusters the components of cosine > 1 - eps,
+    groups those of >= 2 tokens; weights: one [n, n] attention matrix per head (rows
+    normalised here; a row without weight puts none outside)."""
+    n = x.shape[0]
+    g = x @ x.T
+    label = cluster_labels((g > 1 - eps) & ~np.eye(n, dtype=bool))
+    sizes = np.bincount(label)
+    in_group = sizes[label] >= 2
+    groups = [np.flatnonzero(label == k) for k in range(len(sizes)) if sizes[k] >= 2]
+    gap = sil = np.nan
+    if len(groups) >= 2:
+        intra = np.concatenate([g[np.ix_(a, a)][~np.eye(len(a), dtype=bool)] for a in groups])
+        inter = max(g[np.ix_(a, b)].mean() for a in groups for b in groups if a[0] != b[0])
+        gap = intra.mean() - inter
+        sil = silhouette(x[in_group], label[in_group])
+    outside = label[:, None] != label[None, :]
+    shares = []
+    for w in weights:
+        z = w.sum(axis=1, keepdims=True)
+        p = np.divide(w, z, out=np.zeros_like(w), where=z > 0)
+        shares.append((p * outside).sum(axis=1).mean())
+    return np.array([len(groups), 1 - in_group.mean(), gap, np.mean(shares), sil])
 
 
 def observables(x, kind, beta, eps):
@@ -70,7 +124,7 @@ def observables(x, kind, beta, eps):
         entropy = -np.where(p > 0, p * np.log(p), 0.0).sum(axis=1).mean()
     energy = g.sum() / (2 * n * n) if beta == 0 else np.exp(beta * g).sum() / (2 * beta * n * n)
     pairs = g[off]
-    return np.array([
+    return np.concatenate([[
         np.linalg.norm(x.mean(axis=0)),
         pairs.mean() if n > 1 else np.nan,
         pairs.min() if n > 1 else np.nan,
@@ -79,7 +133,7 @@ def observables(x, kind, beta, eps):
         max(sizes) / n,
         energy,
         entropy,
-    ])
+    ], resolved(x, [a], eps)])
 
 
 def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):
@@ -283,21 +337,24 @@ def zoo_step(x, model, method, dt, tick):
 
 
 def zoo_observables(x, model, eps):
-    """The observables of docs/results.md; energy and entropy are means over heads."""
+    """The observables of docs/results.md; energy, entropy and inter_attention are means over
+    heads."""
     n, d = x.shape
     betas, qk, _, name, param = _parts(model, d)
     base = observables(x, "softmax", 0.0, eps)
-    energies, entropies = [], []
+    energies, entropies, weights = [], [], []
     for b, m in zip(betas, qk):
         s = x @ m @ x.T
         energies.append(s.sum() / (2 * n * n) if b == 0 else
                         np.exp(b * s).sum() / (2 * b * n * n))
         w = head_weights(x, model.get("attention", "softmax"), b, m, name, param)
+        weights.append(w)
         z = w.sum(axis=1, keepdims=True)
         p = np.divide(w, z, out=np.zeros_like(w), where=z > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             entropies.append(-np.where(p > 0, p * np.log(p), 0.0).sum(axis=1).mean())
     base[6], base[7] = np.mean(energies), np.mean(entropies)
+    base[8:] = resolved(x, weights, eps)
     return base
 
 

@@ -84,13 +84,30 @@ def test_one_seed_gives_zero_width():
     assert float(th.threshold) == pytest.approx(3.3, abs=0.01)
 
 
-def test_bootstrap_is_reproducible_and_seeded():
+def test_few_seeds_give_the_exact_bootstrap_whatever_the_resampling_seed():
     ds = dataset(steps(np.linspace(3, 5, 6), BETA), BETA)
+    a = thresholds.threshold(ds, "cf", seed=1)
+    b = thresholds.threshold(ds, "cf", seed=2)
+    assert a.attrs["bootstrap"] == "exact" and a.attrs["bootstrap_resamples"] == 462  # C(11, 6)
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    counts, weights, _ = thresholds.resamples(6, 1, 1, 0)  # every multiset, its probability
+    assert weights.sum() == pytest.approx(1.0) and (counts.sum(axis=1) == 6).all()
+    # Monte Carlo draws approach the exact ends
+    mc = thresholds.threshold(ds.assign_coords(seed=ds.seed), "cf", bootstrap=20000)
+    assert float(mc.threshold_low) == pytest.approx(float(a.threshold_low), abs=0.02)
+
+
+def test_many_seeds_draw_resamples_and_report_their_monte_carlo_error():
+    ds = dataset(steps(np.linspace(3, 5, 12), BETA), BETA)
     a = thresholds.threshold(ds, "cf", bootstrap=300, seed=1)
     b = thresholds.threshold(ds, "cf", bootstrap=300, seed=1)
     c = thresholds.threshold(ds, "cf", bootstrap=300, seed=2)
-    xr.testing.assert_identical(a, b)
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+    assert a.attrs["bootstrap"] == "monte carlo"
     assert float(a.threshold_low) != float(c.threshold_low)
+    # another resampling seed moves each end by about its reported Monte Carlo error
+    error = float(a.threshold_low_mc_error)
+    assert 0 < error and abs(float(a.threshold_low) - float(c.threshold_low)) < 4 * error
 
 
 def test_other_axes_time_all_and_along_time():

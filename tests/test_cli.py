@@ -128,16 +128,32 @@ def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
     for i in range(3):
         result = invoke("run", cfg_path, "--out", parts, "--shard", f"{i}/3", "--workers", 1)
         assert result.exit_code == 0 and not parts.exists()
-    assert invoke("merge", cfg_path, "--out", parts).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={parts}").exit_code == 0
     assert_same_results(_load(whole), _load(parts))
+
+
+def test_merge_out_is_only_where_the_merged_dataset_goes(cfg_path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # output.path of SMALL is results/small.nc, here
+    assert invoke("run", cfg_path, "--shard", "0/1").exit_code == 0  # parts only
+    other = tmp_path / "elsewhere" / "merged.nc"
+    result = invoke("merge", cfg_path, "--out", other)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "elsewhere" / "merged.parts").exists()
+    ds = _load(other)
+    assert (ds.status == 0).all() and not (tmp_path / "results" / "small.nc").exists()
+    status = invoke("status", cfg_path, "--out", other)
+    assert status.exit_code == 0 and f"{ds.status.size} completed, 0 missing" in status.output
+    assert f"merged dataset: {other}, of this config" in status.output
+    assert "not written yet" in invoke("status", cfg_path).output
 
 
 def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):
     out = tmp_path / "m.nc"
     invoke("run", cfg_path, "--out", out, "--shard", "0/2")
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and "6 job(s) have no result" in result.output
-    assert invoke("merge", cfg_path, "--out", out, "--allow-missing").exit_code == 0
+    allowed = invoke("merge", cfg_path, "--set", f"output.path={out}", "--allow-missing")
+    assert allowed.exit_code == 0
     ds = xr.open_dataset(out)
     assert int((ds.status == -1).sum()) == 6
     assert np.isnan(ds.order_parameter.where(ds.status == -1)).all()

@@ -99,7 +99,7 @@ def test_shards_from_the_environment_merge_to_the_unsharded_result(cfg_path, tmp
         assert not out.exists()  # a task writes its parts only
         done += len(range(i, n_jobs, k))
         assert len(list(parts_dir(out).glob("*.npz"))) == done
-    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
     assert_same_results(load(out), load(whole))
 
 
@@ -121,16 +121,16 @@ def test_status_lists_missing_and_failed_and_the_shards_to_rerun(cfg_path, tmp_p
     jobs, store = expand(cfg), Store(cfg, out)
     store.path(jobs[1]).unlink()
     store.write_failure(jobs[4], "FloatingPointError: boom", 0.1)
-    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 3)
     assert result.exit_code == 0, result.output
     assert "4 completed, 1 missing, 1 failed" in result.output
     assert "missing: 1" in result.output and "boom" in result.output
     assert "--array=1" in result.output  # jobs 1 and 4 are both in shard 1 of 3
-    result = invoke("status", cfg_path, "--out", out, "--shards", 2)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 2)
     assert "--array=0-1" in result.output
-    assert "--shards K" in invoke("status", cfg_path, "--out", out).output
+    assert "--shards K" in invoke("status", cfg_path, "--set", f"output.path={out}").output
     store.path(jobs[0]).write_bytes(store.path(jobs[2]).read_bytes()[:100])  # cut short
-    result = invoke("status", cfg_path, "--out", out, "--shards", 3)
+    result = invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 3)
     assert result.exit_code == 0 and "1 damaged" in result.output
     assert "damaged: job 0" in result.output and "--array=0-1" in result.output
 
@@ -159,10 +159,10 @@ def test_merge_refuses_missing_and_foreign_parts(cfg_path, tmp_path):
     cfg = config.load(cfg_path)
     jobs, store = expand(cfg), Store(cfg, out)
     shutil.copy(store.path(jobs[2]), store.path(jobs[5]))  # job 2's part under job 5's name
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and f"holds job {jobs[2].id}, not {jobs[5].id}" in result.output
     store.path(jobs[5]).unlink()
-    result = invoke("merge", cfg_path, "--out", out)
+    result = invoke("merge", cfg_path, "--set", f"output.path={out}")
     assert result.exit_code == 1 and "indices 5" in result.output
 
 
@@ -173,12 +173,12 @@ def test_merge_refuses_a_config_edited_after_the_run(cfg_path, tmp_path):
     edited = {**CFG, "model": {**CFG["model"], "n": 7}}
     cfg_path.write_text(yaml.safe_dump(edited, sort_keys=False))
     for extra in ((), ("--allow-missing",)):
-        result = invoke("merge", cfg_path, "--out", out, *extra)
+        result = invoke("merge", cfg_path, "--set", f"output.path={out}", *extra)
         assert result.exit_code == 1
         assert "config changed after the run" in result.output and old in result.output
     # a grid that only shrank reuses the parts of the jobs it kept
     cfg_path.write_text(yaml.safe_dump({**CFG, "grid": {"beta": [1.0], "seed": [1]}}))
-    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
     assert load(out).sizes["beta"] == 1
 
 

@@ -69,7 +69,7 @@ def test_metavars_read_as_words():
 def test_status_and_threshold_speak_json(cfg_path, tmp_path):
     out = tmp_path / "r.nc"
     invoke("run", cfg_path, "--out", out, "--shard", "0/2")
-    found = json.loads(invoke("status", cfg_path, "--out", out, "--shards", 2,
+    found = json.loads(invoke("status", cfg_path, "--set", f"output.path={out}", "--shards", 2,
                               "--json").output)
     assert (found["jobs"], found["completed"], found["missing"]) == (6, 3, [1, 3, 5])
     assert found["rerun"] == [1] and found["shards"] == 2
@@ -91,7 +91,8 @@ def test_the_cli_reference_page_is_current():
 
 
 @pytest.mark.parametrize("command", ["plan", "run", "merge", "status", "submit", "compile",
-                                     "show", "threshold", "plot", "probe", "extract"])
+                                     "show", "threshold", "monotone", "plot", "probe",
+                                     "extract"])
 def test_every_command_is_documented(command):
     assert f"## `sweep {command}`" in (ROOT / "docs" / "cli.md").read_text()
 

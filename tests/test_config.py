@@ -91,6 +91,7 @@ def test_bad_input_is_refused_at_plan_time(tmp_path, key, value, named):
 def test_combination_errors_name_the_grid_point(tmp_path):
     cfg = mutate("init.kind", "orthonormal")
     cfg["grid"] = {"n": [2, 8], "d": [4]}
+    del cfg["model"]["n"]
     result = plan(write(tmp_path, cfg))
     assert result.exit_code == 2
     assert "init.kind" in result.output and "n=8" in result.output
@@ -115,10 +116,56 @@ def test_missing_config_file(tmp_path):
 
 def test_set_overrides_by_dotted_path_yaml_typed(tmp_path):
     path = write(tmp_path, GOOD)
-    cfg = config.load(path, ["model.beta=2.5", "grid.beta={linspace: [0, 8, 33]}",
+    cfg = config.load(path, ["model.d=4", "grid.beta={linspace: [0, 8, 33]}",
                              "integrate.dt=0.05"])
-    assert cfg.model.beta == 2.5 and cfg.integrate.dt == 0.05
+    assert cfg.model.d == 4 and cfg.integrate.dt == 0.05
     assert len(axes(cfg)[0]) == 33
+    fixed = config.load(path, ["model.beta=2.5", "grid.beta=null"])
+    assert fixed.model.beta == 2.5 and [a.name for a in axes(fixed)] == ["seed"]
+
+
+@pytest.mark.parametrize("sets,named", [
+    # a section value that an axis of the same key overrides at every grid point
+    (["model.beta=2.5"], ("model.beta", "grid.beta", "--set grid.beta=null")),
+    (["model.beta=1.0"], ("model.beta", "grid.beta")),  # --set always means it
+    # a key that another key leaves unused at every grid point
+    (["model.heads=2", "model.head_beta=[1, 3]"], ("grid.beta", "model.head_beta")),
+    (["grid.beta=null", "model.beta=3", "model.heads=2", "model.head_beta=[1, 3]"],
+     ("model.beta", "model.head_beta")),
+    (["grid.overlap=[0.1, 0.2]"], ("grid.overlap", "init.kind")),
+    (["init.spread=0.5"], ("init.spread", "init.kind")),
+])
+def test_settings_no_grid_point_uses_are_refused_at_plan_time(tmp_path, sets, named):
+    result = plan(write(tmp_path, GOOD), *sum((["--set", s] for s in sets), []))
+    assert result.exit_code == 2, result.output
+    line, = result.output.strip().splitlines()
+    assert all(word in line for word in named), line
+
+
+def test_a_default_written_out_or_a_key_used_somewhere_is_fine(tmp_path):
+    cfg = mutate("model.beta", 1.0)  # GOOD sweeps beta and states the default beta: 1.0
+    assert plan(write(tmp_path, cfg)).exit_code == 0
+    cfg["grid"] = {"kind": ["uniform", "equiangular"], "overlap": [0.0, 0.2], "n": [3],
+                   "d": [8]}
+    del cfg["model"]["n"], cfg["model"]["d"], cfg["init"]["kind"]
+    assert plan(write(tmp_path, cfg)).exit_code == 0, plan(write(tmp_path, cfg)).output
+
+
+@pytest.mark.parametrize("text,value", [("1e-3", 1e-3), ("1E5", 1e5), ("-2e-1", -0.2),
+                                        ("5e+2", 500.0), (".5e1", 5.0), ("2", 2), ("2.5", 2.5)])
+def test_numbers_as_physicists_write_them(tmp_path, text, value):
+    assert config.parse_yaml(text) == value and type(config.parse_yaml(text)) is type(value)
+    path = write(tmp_path, f"name: t\ngrid:\n  jitter: [{text.lstrip('-')}]\n")
+    assert config.load(path).grid["jitter"] == [abs(value)]
+    cfg = config.load(path, [f"model.noise={text.lstrip('-')}", "integrate.cluster_eps=1e-2"])
+    assert cfg.model.noise == abs(value) and cfg.integrate.cluster_eps == 0.01
+
+
+@pytest.mark.parametrize("text", [".inf", "-.inf", ".nan", "1e400"])
+def test_non_finite_numbers_stay_refused_naming_the_key(tmp_path, text):
+    result = plan(write(tmp_path, GOOD), "--set", f"model.noise={text}")
+    assert result.exit_code == 2 and "model.noise" in result.output
+    assert "finite" in result.output or ">=" in result.output, result.output
 
 
 @pytest.mark.parametrize("item,named", [("model.beta", "model.beta"),

@@ -65,11 +65,13 @@ def valid_configs(draw):
     for name in draw(st.lists(st.sampled_from(["beta", "d", "n", "seed"]), unique=True,
                               max_size=4)):
         raw["grid"][name], size = draw(axis(name))
+        raw["model"].pop(name, None)  # a swept key set in its section too is refused
         count *= size
     if draw(st.booleans()):
         size = draw(st.integers(1, 3))
         raw["grid"]["zip"] = [{"jitter": [0.1 * (i + 1) for i in range(size)],
                                "cluster_eps": [1e-3 * (i + 1) for i in range(size)]}]
+        raw["init"].pop("jitter")
         count *= size
     return raw, count
 

@@ -21,7 +21,14 @@ from sweep.core.states import uniform
 from sweep.core.store import Store
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
-from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
+from sweep.kernels.codes import (
+    INTER_ATTENTION,
+    METHOD_CODES,
+    N_GROUPS,
+    OBSERVABLES,
+    OVERLAP_GAP,
+    SILHOUETTE,
+)
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
@@ -123,7 +130,8 @@ def test_blocked_clusters_span_tiles_and_threads(path):
 
 def blocked_bytes(n, threads):
     work = Blocked(uniform(n, 4, np.random.default_rng(0)), 1.0, True, threads=threads)
-    return sum(a.nbytes for a in vars(work).values() if isinstance(a, np.ndarray))
+    held = [a for v in vars(work).values() for a in (v if isinstance(v, tuple) else [v])]
+    return sum(a.nbytes for a in held if isinstance(a, np.ndarray))
 
 
 def test_blocked_scratch_is_linear_in_n_and_counted_by_job_bytes(monkeypatch):
@@ -229,6 +237,7 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
 # inside functions compiled with reassoc, and a four-term sum there once compiled one way
 # fresh and another way into the cache; a warm cache (a developer's) never shows it.
 FRESH_OR_CACHED = """
+import itertools
 import sys
 import numpy as np
 from sweep.kernels.codes import OBSERVABLES
@@ -236,13 +245,18 @@ from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.rows import integrate_rows
 from sweep.core.states import uniform
 out = []
-for n, d, method, run, kw in ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
-                              (300, 5, 1, integrate_blocked, {"symmetric": False}),
-                              (300, 5, 1, integrate_blocked, {"symmetric": True})):
+cases = ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
+         (300, 5, 1, integrate_blocked, {"symmetric": False}),
+         (300, 5, 1, integrate_blocked, {"symmetric": True}))
+for (n, d, method, run, kw), grouped in itertools.product(cases, (False, True)):
     x = uniform(n, d, np.random.default_rng(0))
+    if grouped:  # half the tokens in one group: the resolved observables' own passes run
+        x[::2] = x[0] + 1e-5 * np.random.default_rng(1).standard_normal(x[::2].shape)
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
     obs = np.zeros((3, len(OBSERVABLES)))
     run(x, 2.0, True, method, 0.05, 2, 1e-3, obs, np.zeros((0, n, d)), np.zeros(1, np.int64),
         **kw)
+    assert (obs[:, OBSERVABLES.index("n_groups")] > 0).all() == grouped
     out.append(np.concatenate([x.ravel(), obs.ravel()]))
 np.save(sys.argv[1], np.concatenate(out))
 """
@@ -264,9 +278,10 @@ import json, sys
 import numpy as np
 from numba.core.runtime import rtsys
 from sweep.kernels.rows import integrate_rows
+from sweep.kernels.codes import N_OBS
 def count(method, stride):
     x = np.eye(12, 9)
-    args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, 8)), np.zeros((0, 12, 9)),
+    args = (x, 2.0, True, method, 0.01, stride, 1e-3, np.zeros((3, N_OBS)), np.zeros((0, 12, 9)),
             np.zeros(1, dtype=np.int64))
     integrate_rows(*args)
     before = rtsys.get_allocation_stats().alloc
@@ -297,12 +312,14 @@ def test_stop_flag_is_polled_every_step(kernel):
                               daemon=True)
     worker.start()
     deadline = time.monotonic() + 60
-    while not np.isfinite(obs[0]).all() and time.monotonic() < deadline:
-        time.sleep(1e-3)  # save 0 is recorded: the stepping is about to begin
+    while np.isnan(obs[0, INTER_ATTENTION]) and time.monotonic() < deadline:
+        time.sleep(1e-3)  # save 0 is recorded (its last column): the stepping is about to begin
     stop[0] = 1
     worker.join(60)
     assert result == [(3, 1)]
-    assert np.isfinite(obs[0]).all() and np.isnan(obs[1]).all()
+    # all of save 0 but the two columns that need 2 groups (six scattered tokens have none)
+    assert np.isfinite(np.delete(obs[0], [OVERLAP_GAP, SILHOUETTE])).all()
+    assert obs[0, N_GROUPS] == 0 and np.isnan(obs[1]).all()
 
 
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
@@ -334,7 +351,7 @@ def test_float32_tracks_float64(path, method):
     assert status == 0 and x32.dtype == np.float32
     np.testing.assert_allclose(x32, x64, atol=1e-5)
     np.testing.assert_allclose(obs32[:, :4], obs64[:, :4], atol=1e-5)
-    np.testing.assert_allclose(obs32[:, 6:], obs64[:, 6:], rtol=1e-5)
+    np.testing.assert_allclose(obs32[:, 6:8], obs64[:, 6:8], rtol=1e-5)
 
 
 @pytest.mark.parametrize("path", PATHS)

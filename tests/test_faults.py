@@ -97,7 +97,7 @@ def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, 
     path, out, store, jobs = setup
     assert invoke("run", path, "--out", out).exit_code == 0
     damage(store.path(jobs[2]), store.path(jobs[4]))
-    line = one_clean_line(invoke("merge", path, "--out", out), 1)
+    line = one_clean_line(invoke("merge", path, "--set", f"output.path={out}"), 1)
     assert store.path(jobs[2]).name in line and word in line
     rerun = invoke("run", path, "--out", out)
     assert rerun.exit_code == 0, rerun.output
@@ -110,7 +110,7 @@ def test_merge_counts_every_bad_part(setup):
     invoke("run", path, "--out", out)
     for job in jobs[:3]:
         truncate(store.path(job))
-    line = one_clean_line(invoke("merge", path, "--out", out), 1)
+    line = one_clean_line(invoke("merge", path, "--set", f"output.path={out}"), 1)
     assert "3 damaged or foreign part(s)" in line and "sweep run" in line
 
 
@@ -166,7 +166,7 @@ def test_disk_full_while_writing_the_dataset(setup, straight, monkeypatch):
     assert "res.nc: cannot write results (No space left on device)" in line
     assert not out.exists() and not temp_files(out.parent)
     assert_parts_whole(store, jobs)
-    assert invoke("merge", path, "--out", out).exit_code == 0
+    assert invoke("merge", path, "--set", f"output.path={out}").exit_code == 0
     xr.testing.assert_identical(values(out), straight)
 
 

@@ -37,7 +37,7 @@ def test_observables_of_known_states():
     e = np.eye(3)
     x = np.array([e[0], e[0], -e[0], -e[0]])
     _, obs, _, _ = run_kernel(x, beta=0.0, n_saves=1)
-    order, mean_cos, min_cos, frac, count, largest, energy, entropy = obs[0]
+    order, mean_cos, min_cos, frac, count, largest, energy, entropy = obs[0, :8]
     assert order == pytest.approx(0.0)
     assert mean_cos == pytest.approx((4 * 1 + 8 * -1) / 12)  # ordered pairs: 4 twins, 8 opposite
     assert min_cos == -1

@@ -35,6 +35,7 @@ REFUSED = [
     ({**LAYERS, "layer_beta": [1, 2, 3], "heads": 3, "head_beta": [1, 2, 3]}, {}, {},
      "model.layer_beta: give layer_beta or head_beta"),
     ({**LAYERS, "qk": ["identity", "gaussian"]}, {}, {}, "model.qk: 2 value(s) for layers=3"),
+    ({**LAYERS, "beta": 2.0, "layer_beta": [1, 2, 3]}, {}, {}, "model.beta: never used here"),
     ({**LAYERS, "ffn_width": 8}, {}, {}, "model.ffn_width: only ffn: mlp"),
     ({**LAYERS, "skip": 0.5}, {}, {}, "model.skip: norm: sphere is the kernels' step"),
     ({**LAYERS, "head_combine": "sum"}, {}, {}, "model.head_combine: norm: sphere"),
@@ -98,15 +99,17 @@ def _job(model, integrate=None):
 def test_beta_scale_is_the_beta_the_kernels_get(scale, extra):
     """beta x factor reaches every path (the fast rows kernel for one identity head, the
     general one otherwise): a run equals the run at the effective beta, bit for bit."""
-    scaled = _job({"beta": 1.5, "beta_scale": scale, **extra})
+    beta = {} if "head_beta" in extra else {"beta": 1.5}  # head_beta replaces beta
+    scaled = _job({**beta, "beta_scale": scale, **extra})
     f = FACTORS[scale]
-    plain = {**extra, "beta": 1.5 * f}
+    plain = {**extra, **{k: v * f for k, v in beta.items()}}
     if "head_beta" in extra:
         plain["head_beta"] = [b * f for b in extra["head_beta"]]
     direct = _job(plain)
     np.testing.assert_array_equal(job_dynamics(scaled).betas, job_dynamics(direct).betas)
-    assert np.array_equal(simulate(scaled).observables, simulate(direct).observables)
-    assert scaled.id != _job({"beta": 1.5, **extra}).id or scale == "none"
+    assert np.array_equal(simulate(scaled).observables, simulate(direct).observables,
+                          equal_nan=True)
+    assert scaled.id != _job({**beta, **extra}).id or scale == "none"
 
 
 def test_beta_scale_is_a_sweepable_axis_and_part_of_the_job_id():
@@ -120,7 +123,7 @@ def test_beta_scale_is_a_sweepable_axis_and_part_of_the_job_id():
 def test_layer_models_scale_their_betas_too():
     a = _job({"layers": 2, "beta": 2.0, "beta_scale": "sqrt_d", "heads": 2}, {})
     b = _job({"layers": 2, "beta": 2.0 * math.sqrt(8.0), "heads": 2}, {})
-    assert np.array_equal(simulate(a).observables, simulate(b).observables)
+    assert np.array_equal(simulate(a).observables, simulate(b).observables, equal_nan=True)
 
 
 # ---------------------------------------------------------------- the start of a layer model

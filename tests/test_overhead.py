@@ -38,7 +38,7 @@ def test_a_run_reads_no_part_it_wrote_and_merges_the_same_bits(cfg_path, tmp_pat
     assert invoke("run", cfg_path, "--out", out, "--workers", 2).exit_code == 0
     assert not counted_reads  # the merge took every part from memory
     ran = load(out)
-    assert invoke("merge", cfg_path, "--out", out).exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
     assert sorted(counted_reads.values()) == [1] * 6  # read from disk this time
     merged = load(out)
     xr.testing.assert_identical(ran.assign_attrs(history=""), merged.assign_attrs(history=""))

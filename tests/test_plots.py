@@ -1,6 +1,6 @@
 """threshold, plot and theory through the command line: files, image sizes, exit codes."""
 
-import sys
+import json
 
 import matplotlib.image
 import numpy as np
@@ -26,7 +26,9 @@ def results(tmp_path):
         {"clustered_fraction": (("beta", "d", "seed", "time"), cf,
                                 {"long_name": "fraction of clustered pairs", "units": "1"}),
          "t_cluster": (("beta", "d", "seed"), t_c, {"long_name": "clustering time",
-                                                     "units": "1"})},
+                                                     "units": "1"}),
+         "max_clusters": (("beta", "d", "seed"), 2 * t_c, {"long_name": "most clusters",
+                                                          "units": "1"})},
         coords={"beta": ("beta", BETA, coord), "d": ("d", [8, 128], coord),
                 "seed": ("seed", [0, 1, 2], coord), "time": ("time", T, coord)},
         attrs={"title": "sweep results: synthetic"})
@@ -59,9 +61,11 @@ def test_threshold_writes_the_spec_dataset(results, tmp_path):
 
 
 def test_threshold_of_a_variable_without_time(results):
-    r = invoke("threshold", results, "--var", "t_cluster", "--along", "beta", "--level", 9)
+    r = invoke("threshold", results, "--var", "max_clusters", "--along", "beta", "--level", 18)
     assert r.exit_code == 0, r.output
     assert "time: none" in r.output
+    never = invoke("threshold", results, "--var", "t_cluster", "--along", "beta", "--level", 9)
+    assert never.exit_code == 2 and "NaN means never" in never.output
 
 
 def test_heatmap_with_threshold_and_theory(results, tmp_path):
@@ -159,6 +163,12 @@ def test_theory_commands_print_and_write(tmp_path):
      "kappa"),
     (["plot", "{res}", "--var", "clustered_fraction", "-o", "{tmp}/a.gif"], "a.gif"),
     (["plot", "{tmp}/missing.nc", "--var", "x"], "missing.nc"),
+    (["plot", "{res}", "--var", "clustered_fraction", "--x", "time", "--sel", "d=65",
+      "-o", "{tmp}/a.png"], "nearest: 8, 128"),
+    (["plot", "{res}", "--var", "clustered_fraction", "--x", "time", "--sel", "d=8",
+      "--threshold", "{res}", "-o", "{tmp}/a.png"], "not a threshold file"),
+    (["plot", "{res}", "--var", "clustered_fraction", "--x", "beta", "--y", "time",
+      "--theory", "{res}", "-o", "{tmp}/a.png"], "not a theory file"),
     (["theory", "equiangular", "--model", "hardmax"], "hardmax"),
     (["theory", "equiangular", "--eps", 2], "eps"),
 ])
@@ -168,13 +178,6 @@ def test_bad_names_and_files_exit_2(results, tmp_path, args, word):
     assert word in r.output
     assert "Traceback" not in r.output
     assert not (tmp_path / "a.png").exists()
-
-
-def test_without_matplotlib_plot_says_which_extra(results, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    r = invoke("plot", results, "--var", "clustered_fraction", "--x", "time", "--sel", "d=8",
-               "-o", tmp_path / "x.png")
-    assert r.exit_code == 2 and "sweep[plot]" in r.output
 
 
 @pytest.mark.parametrize("label,kind", [
@@ -208,3 +211,146 @@ def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
     done = plots.trained_vs_random(sim, probe, tmp_path / "fig" / "t.png")
     assert done == tmp_path / "fig" / "t.png"
     assert image_size(done) == (400 * len(betas or [1.0]), 1400)  # 14 x 4 in. a row, dpi 100
+
+
+# ---------------------------------------------------------------- honest figures
+
+def numbers_of(*args, tmp_path):
+    """Run sweep plot with --numbers; the sidecar it wrote."""
+    side = tmp_path / "n.json"
+    r = invoke("plot", *args, "-o", tmp_path / "f.png", "--numbers", side)
+    assert r.exit_code == 0, r.output
+    return json.loads(side.read_text())
+
+
+def text_axis_results(tmp_path):
+    """A heads-like sweep over a text axis (head_beta labels) and beta."""
+    labels = ["6,6,6,6", "4,4,8,8", "1,1,11,11"]
+    t_c = np.array([4.0, 6.0, 9.0])[:, None, None] + np.arange(3)[None, :, None] * 0.1
+    t_c = t_c + np.zeros((3, 3, 4))
+    cf = 0.5 * (1 + np.tanh((T - t_c[..., None]) / 0.4))
+    ds = xr.Dataset({"clustered_fraction": (("head_beta", "beta", "seed", "time"), cf),
+                     "t_cluster": (("head_beta", "beta", "seed"), t_c)},
+                    coords={"head_beta": labels, "beta": [1.0, 2.0, 4.0], "seed": range(4),
+                            "time": T})
+    path = tmp_path / "heads.nc"
+    ds.to_netcdf(path)
+    return path
+
+
+def test_text_axes_in_tables_selections_and_plots(tmp_path):
+    res = text_axis_results(tmp_path)
+    r = invoke("threshold", res, "--var", "clustered_fraction", "--along", "time")
+    assert r.exit_code == 0, r.output
+    assert "1,1,11,11" in r.output and "Traceback" not in r.output
+    along = invoke("threshold", res, "--var", "clustered_fraction", "--along", "head_beta")
+    assert along.exit_code == 2 and "text axis" in along.output
+    assert len(along.output.strip().splitlines()) == 1
+    shown = numbers_of(res, "--var", "t_cluster", "--x", "head_beta", tmp_path=tmp_path)
+    first = shown["panels"][0]["lines"][0]
+    assert first["head_beta"] == ["6,6,6,6", "4,4,8,8", "1,1,11,11"]
+    assert first["y"] == [4.0, 6.0, 9.0]  # the lower median of 4 equal seeds
+    picked = numbers_of(res, "--var", "clustered_fraction", "--x", "time", "--sel",
+                        "head_beta=1.0,1,11,11.0", "--sel", "beta=2", tmp_path=tmp_path)
+    assert "β_h = 1,1,11,11" in picked["title"] and "β = 2" in picked["title"]
+    heat = numbers_of(res, "--var", "clustered_fraction", "--x", "time", "--y", "head_beta",
+                      "--sel", "beta=1", tmp_path=tmp_path)
+    assert heat["panels"][0]["range"] == [0.0, 1.0]
+
+
+def test_never_clustered_seeds_count_as_never_not_dropped(tmp_path):
+    t_c = np.array([[5.0, 6.0, np.nan, np.nan], [5.0, 6.0, 7.0, np.nan]])  # [beta, seed]
+    ds = xr.Dataset({"t_cluster": (("beta", "seed"), t_c),
+                     "status": (("beta", "seed"), np.zeros((2, 4), dtype=np.int8))},
+                    coords={"beta": [1.0, 2.0], "seed": range(4), "time": [0.0, 10.0]})
+    res = tmp_path / "t.nc"
+    ds.to_netcdf(res)
+    shown = numbers_of(res, "--var", "t_cluster", "--x", "beta", tmp_path=tmp_path)
+    line = shown["panels"][0]["lines"][0]
+    # the time by which half the seeds clustered: 6 in both; a mean that dropped the
+    # never-clustered seeds would claim 5.5 and 6
+    assert line["y"] == [6.0, 6.0] and line["count"] == [2, 3]
+    assert line["high"] == [10.0, 7.0]  # an upper quartile "never" is drawn up to t_max
+    assert "never = ∞" in shown["title"] and "5 of 8 runs clustered" in line["label"]
+
+
+def test_bands_stay_inside_the_variables_range(tmp_path):
+    cf = np.array([[0.0, 1.0, 1.0, 1.0], [0.9, 1.0, 1.0, 0.2]])  # [beta, seed]
+    ds = xr.Dataset({"clustered_fraction": (("beta", "seed", "time"), cf[..., None])},
+                    coords={"beta": [1.0, 2.0], "seed": range(4), "time": [0.0]})
+    res = tmp_path / "b.nc"
+    ds.to_netcdf(res)
+    line = numbers_of(res, "--var", "clustered_fraction", "--x", "beta",
+                      tmp_path=tmp_path)["panels"][0]["lines"][0]
+    assert max(line["high"]) == 1.0 and min(line["low"]) >= 0.0
+
+
+def test_status_is_not_averaged(results, tmp_path):
+    ds = xr.open_dataset(results).load()
+    ds["status"] = (("beta", "d", "seed"), np.zeros((9, 2, 3), dtype=np.int8))
+    ds.to_netcdf(tmp_path / "s.nc")
+    for cmd in (["plot", tmp_path / "s.nc", "--var", "status", "-o", tmp_path / "s.png"],
+                ["threshold", tmp_path / "s.nc", "--var", "status"]):
+        r = invoke(*cmd)
+        assert r.exit_code == 2 and "categories" in r.output and not (tmp_path / "s.png").exists()
+
+
+def test_a_theory_file_for_another_n_is_refused(results, tmp_path):
+    ds = xr.open_dataset(results).load().assign_attrs(sweep_config="model:\n  n: 32\n")
+    ds.to_netcdf(tmp_path / "n32.nc")
+    said = {}
+    for n in (64, 32):
+        eq = tmp_path / f"eq{n}.nc"
+        invoke("theory", "equiangular", "--n", n, "--beta", 0, 8, 17, "--t-max", 12, "-o", eq)
+        said[n] = invoke("plot", tmp_path / "n32.nc", "--var", "clustered_fraction", "--x",
+                         "beta", "--y", "time", "--theory", eq, "-o", tmp_path / f"{n}.png")
+    assert said[64].exit_code == 2 and "n = 64" in said[64].output
+    assert "n = 32" in said[64].output and not (tmp_path / "64.png").exists()
+    assert said[32].exit_code == 0, said[32].output
+
+
+def test_irregular_and_log_spaced_axes_are_drawn_at_their_values():
+    from sweep.analysis.scales import scale
+
+    def coord(values, **attrs):
+        return xr.DataArray(values, dims="a", name="a", attrs=attrs)
+
+    assert scale(coord([0.5, 1.0, 2.0, 3.0, 6.0, 10.0])) == "linear"
+    assert scale(coord([2, 4, 8, 16, 32])) == "log"
+    assert scale(coord([0.1, 1.0, 10.0], spacing="log")) == "log"
+    assert scale(coord(["dense", "causal"])) == "category"
+    assert scale(coord([3, 32])) == "category"  # two values have no spacing
+
+
+def test_sidecar_holds_the_threshold_points_and_their_deviation_from_theory(results, tmp_path):
+    th, eq = tmp_path / "th.nc", tmp_path / "eq.nc"
+    invoke("threshold", results, "--var", "clustered_fraction", "--along", "time", "-o", th)
+    invoke("theory", "equiangular", "--n", 32, "--beta", 0, 8, 17, "--t-max", 12, "-o", eq)
+    shown = numbers_of(results, "--var", "clustered_fraction", "--x", "beta", "--y", "time",
+                       "--threshold", th, "--theory", eq, tmp_path=tmp_path)
+    panel = shown["panels"][0]
+    assert panel["panel"] == "d = 8" and len(panel["threshold"]) == 9
+    first = panel["deviation"][0]
+    want = xr.open_dataset(th).threshold.sel(d=8, beta=0.0).item()
+    assert first["measured"] == pytest.approx(want, rel=1e-5)
+    assert first["deviation"] == pytest.approx((first["measured"] - first["ode"]) / first["ode"],
+                                               rel=1e-4)
+
+
+def test_head_beta_labels_are_exact_and_read_back(tmp_path):
+    from sweep.core.coords import label
+
+    close = [(1.0, 11.0), (1.0, 11.000001), (0.1, 0.30000000000000004), (1e-20, 2.5)]
+    texts = [label(b) for b in close]
+    assert texts[0] == "1,11" and len(set(texts)) == len(texts)  # %g made 1,11 of the first two
+    assert all(tuple(float(v) for v in t.split(",")) == b for t, b in zip(texts, close))
+    cfg = tmp_path / "h.yaml"
+    cfg.write_text("name: h\nmodel: {n: 4, d: 3, heads: 2}\n"
+                   "integrate: {dt: 0.1, t_max: 0.2, save_every: 0.1}\n"
+                   "grid: {head_beta: [[1, 11], [1, 11.000001]]}\n")
+    out = tmp_path / "h.nc"
+    assert invoke("run", cfg, "--out", out, "--workers", 1).exit_code == 0
+    assert list(xr.open_dataset(out).head_beta.values) == ["1,11", "1,11.000001"]
+    picked = invoke("plot", out, "--var", "mean_cosine", "--x", "time", "--sel",
+                    "head_beta=1,11.000001", "-o", tmp_path / "p.png")
+    assert picked.exit_code == 0, picked.output

@@ -184,3 +184,47 @@ def test_a_simulation_runs_with_the_extracted_matrices(tiny, tmp_path):
         got = np.stack([ds[name].values.reshape(-1) for name in SERIES], axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
     assert not np.allclose(got[-1], got[0])  # the tokens moved
+
+
+def test_projected_and_coarse_cluster_observables_equal_a_numpy_recomputation(tiny):
+    model, raw, _ = tiny
+    beta, eps, threshold, k = 2.0, 0.05, 0.3, 3
+    ds = probe.probe(model, TEXT, beta=beta, cluster_eps=eps, threshold=threshold, project=k)
+    hidden, _ = reference.bert_forward(raw, model.tokenizer.encode(TEXT), heads=2, eps=1e-12)
+    assert ds.attrs["project"] == k
+    resolved = list(SERIES)[list(SERIES).index("n_groups"):]
+    for layer, h in enumerate(hidden):
+        x = reference.normalize(h)
+        coarse = reference.observables(x, "softmax", beta, 1 - threshold)
+        got = [float(ds[f"coarse_{name}"][layer]) for name in resolved]
+        np.testing.assert_allclose(got, coarse[-5:], rtol=1e-10, atol=1e-12)
+        # centred, on the top k principal axes, renormalised
+        c = x - x.mean(axis=0)
+        xp = reference.normalize(c @ np.linalg.svd(c)[2][:k].T)
+        want = reference.observables(xp, "softmax", beta, eps)
+        got = np.array([float(ds[f"projected_{name}"][layer]) for name in SERIES])
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+        want = reference.observables(xp, "softmax", beta, 1 - threshold)
+        assert float(ds.projected_coarse_n_groups[layer]) == want[SERIES_INDEX["n_groups"]]
+        assert float(ds.projected_coarse_silhouette[layer]) == pytest.approx(
+            want[SERIES_INDEX["silhouette"]], nan_ok=True)
+
+
+SERIES_INDEX = {name: k for k, name in enumerate(SERIES)}
+
+
+def test_cli_probe_project(tiny, tmp_path):
+    text = tmp_path / "words.txt"
+    text.write_text(TEXT, encoding="utf-8")
+    out = tmp_path / "probe.nc"
+    result = invoke("probe", "--text", text, "--model", tiny[2], "-o", out, "--project", 2)
+    assert result.exit_code == 0, result.output
+    with xr.open_dataset(out) as ds:
+        assert ds.attrs["project"] == 2
+        assert "top 2 principal components" in ds.projected_overlap_gap.attrs["long_name"]
+        assert ds.projected_n_groups.attrs["units"] == "1"
+        assert {f"projected_{name}" for name in probe.CLUSTER_NAMES} <= set(ds.data_vars)
+    result = invoke("probe", "--text", text, "--model", tiny[2], "-o", out, "--project", 9)
+    assert result.exit_code == 2
+    assert "--project 9" in result.output and "d = 8" in result.output
+    assert "Traceback" not in result.output

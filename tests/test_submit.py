@@ -30,6 +30,9 @@ def test_submit_dry_run_prints_the_scripts_only(cfg_path, tmp_path, monkeypatch)
     assert "#SBATCH --time=00:05:00" in array and "#SBATCH --time=00:05:00" in merge
     assert f"-m sweep run {cfg_path} --set integrate.t_max=1.0 --out " in array
     assert "\nexec " in array and "\nexec " in merge and "-m sweep merge" in merge
+    # the merge reads the parts the array wrote beside --out: that path is its output.path
+    results = tmp_path / "results" / "small.nc"
+    assert f"--out {results}" in array and f"--set 'output.path=\"{results}\"'" in merge
     assert not (tmp_path / "results").exists()
     own = invoke("submit", cfg_path, "--shards", 3, "--dry-run",
                  "--scheduler-arg=--signal=B:TERM@60")

@@ -102,7 +102,7 @@ COUNT_ALLOCATIONS = """
 import json
 import numpy as np
 from numba.core.runtime import rtsys
-from sweep.kernels.codes import METHOD_CODES
+from sweep.kernels.codes import METHOD_CODES, N_OBS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.core.states import uniform
@@ -116,7 +116,7 @@ MODELS = [("euler", dict(attention="softmax", mask="topk:4", noise=0.1, ffn=w)),
 def count(method, model, stride):
     dyn = dynamics(beta=1.5, heads=h, qk=qk, v=v, noise_key=11, **model)
     args = (uniform(n, d, np.random.default_rng(2)), dyn, METHOD_CODES[method], 0.01, stride,
-            1e-3, np.zeros((3, 8)), np.zeros((0, n, d)), np.zeros(1, dtype=np.int64))
+            1e-3, np.zeros((3, N_OBS)), np.zeros((0, n, d)), np.zeros(1, dtype=np.int64))
     integrate(*args)
     before = rtsys.get_allocation_stats().alloc
     integrate(*args)

@@ -2,7 +2,9 @@
 versus random attention matrices.
 
 The only module that imports matplotlib, and only when a figure is drawn (Agg backend, no
-display needed). The file format follows the extension: .png, .pdf, .svg.
+display needed). The file format follows the extension: .png, .pdf, .svg. Every figure can
+also write the numbers it shows (a JSON sidecar): the curves, bands and counts per point,
+the threshold points and their deviation from the theory.
 """
 
 from __future__ import annotations
@@ -12,21 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.analysis import results
+from sweep.analysis import labels, overlays, results
+from sweep.analysis.overlays import number, numbers, write_numbers
+from sweep.analysis.scales import edges, place, scale
 from sweep.core.config import ConfigError
 
 MAX_FACETS = 6
 MAX_LINES = 7
-LABELS = {"beta": "inverse temperature β", "time": "time t", "d": "dimension d",
-          "n": "tokens n", "noise": "noise D", "kappa": "coupling κ", "dt": "step dt",
-          "overlap": "initial cosine", "jitter": "jitter"}
+NAN_STYLE = dict(facecolor="0.92", edgecolor="0.6", hatch="//")
 
 
 def _pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        raise ConfigError("sweep plot needs matplotlib: pip install 'sweep[plot]'") from None
+    import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -35,44 +34,89 @@ def _pyplot():
 
 
 def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
-         selection=None, threshold=None, theory=None, series: str | None = None) -> Path:
-    """Draw a heatmap of var over (x, y), or with y=None lines of var against x; save it.
+         selection=None, threshold=None, theory=None, series: str | None = None,
+         numbers_path=None) -> Path:
+    """Draw a heatmap of var over (x, y), or with y=None lines of var against x; save it,
+    and with numbers_path the JSON of the numbers it shows.
 
-    A dimension left over after the axes, `selection` and the seed mean becomes one panel
-    per value (at most MAX_FACETS). threshold: a `sweep threshold` dataset drawn with its
-    interval; theory: a `sweep theory` dataset (equiangular t_boundary or kappa-c noise_c).
+    A dimension left over after the axes, `selection` and the seed statistic becomes one
+    panel per value (at most MAX_FACETS). threshold: a `sweep threshold` dataset of these
+    results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
+    t_boundary or rho, or kappa-c noise_c) for the data's n and attention model.
     """
+    path = _checked(path, ds, threshold, theory)
+    axes = [x] if y is None else [x, y]
+    fr = results.frame(ds, var, axes, time, selection)
+    if y is None:
+        series = series or _leftover(fr.centre, axes, first=True)
+        axes += [series] if series else []
+    facet = _facet(fr.centre, axes)
+    when = time if "time" not in (x, y) else "all"
+    shown = {"figure": path.name, "var": var, "statistic": fr.statistic, "seeds": fr.seeds,
+             "title": labels.title(ds, var, fr, when, selection), "runs": _status(ds),
+             "panels": []}
+    plt = _pyplot()
+    panels = list(fr.centre[facet].values) if facet else [None]
+    fig, grid = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.6, 4.3),
+                             squeeze=False, layout="constrained")
+    norm = _norm(fr.centre)  # one colour scale for every panel
+    for ax, value in zip(grid[0], panels):
+        part = _part(fr, facet, value)
+        record = {"panel": labels.value_text(facet, value) if facet else None}
+        if y is None:
+            record["lines"] = _lines(ax, part, ds, x, series, theory, when)
+        else:
+            mesh = _heatmap(ax, part, x, y, norm)
+            record.update(_nan_cells(ax, part.centre,
+                                     labels.nan_reason(ds, var, when, fr.statistic)))
+            record.update(_overlay(ax, part.centre, x, y, facet, value, threshold, theory))
+        record.update(_constant(ax, part.centre, record["panel"]))
+        shown["panels"].append(record)
+    if y is not None:
+        _colour_bar(fig, mesh, grid[0], norm, labels.var_label(ds, var, when))
+    _save(fig, grid[0], shown, path, numbers_path)
+    return path
+
+
+def _checked(path, ds, threshold, theory) -> Path:
+    """The figure's path, once the overlays are known to fit the data."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
-    axes = [x] if y is None else [x, y]
-    mean, sem, seeds = results.frame(ds, var, axes, time, selection)
-    if y is None:
-        series = series or _leftover(mean, axes, first=True)
-        axes += [series] if series else []
-    facet = _facet(mean, axes)
-    plt = _pyplot()
-    panels = mean[facet].values if facet else [None]
-    fig, grid = plt.subplots(1, len(panels), figsize=(4.2 * len(panels) + 1.4, 3.9),
-                             squeeze=False, layout="constrained")
-    limits = (float(mean.min()), float(mean.max()))  # one colour scale for every panel
-    for ax, value in zip(grid[0], panels):
-        m, e = (mean.sel({facet: value}), sem.sel({facet: value})) if facet else (mean, sem)
-        if y is None:
-            _lines(ax, m, e, x, series, theory)
-        else:
-            mesh = _heatmap(ax, m, x, y, limits)
-            _overlay(ax, mean, x, y, facet, value, threshold, theory)
-        if facet:
-            ax.set_title(f"{facet} = {_fmt(value)}")
-    if y is not None:
-        bar = fig.colorbar(mesh, ax=grid[0].tolist(), shrink=0.95)
-        bar.set_label(_wrap(f"{var}: {mean.attrs.get('long_name', var)}"), fontsize=8)
-    fig.suptitle(title(ds, var, seeds, time if "time" not in (x, y) else "all", selection))
+    if threshold is not None:
+        overlays.check_threshold(threshold, ds)
+    if theory is not None:
+        overlays.check_theory(theory, ds)
+    return path
+
+
+def _save(fig, axes, shown: dict, path: Path, numbers_path) -> None:
+    _legend(fig, axes)
+    fig.suptitle(_wrap(shown["title"], 110), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    _pyplot().close(fig)
+    if numbers_path is not None:
+        write_numbers(shown, numbers_path)
+
+
+def _status(ds) -> dict:
+    """How many runs of the results ended how (ok, non_finite, failed, missing)."""
+    if "status" not in ds:
+        return {}
+    from sweep.kernels.codes import STATUS_MEANINGS
+
+    codes = ds.status.values.ravel()
+    return {STATUS_MEANINGS.get(int(c), str(c)): int((codes == c).sum())
+            for c in np.unique(codes)}
+
+
+def _part(fr, facet, value):
+    if not facet:
+        return fr
+    pick = {facet: value}
+    return results.Frame(fr.centre.sel(pick), fr.low.sel(pick), fr.high.sel(pick),
+                         fr.count.sel(pick), fr.seeds, fr.statistic)
 
 
 def _leftover(mean, axes, first: bool = False):
@@ -92,203 +136,191 @@ def _facet(mean, axes) -> str | None:
     return left[0] if left else None
 
 
-def title(ds, var: str, seeds: int, time, selection=None) -> str:
-    """'<config name>: <var> (mean of S seeds, t = ..., d = ...)' from the results' attributes."""
-    name = str(ds.attrs.get("title", "")).removeprefix("sweep results: ") or "results"
-    when = "" if time == "all" else f", t = {_fmt(ds.time.values[-1])}" \
-        if time in (None, "final") and "time" in ds[var].dims else \
-        f", {time} over time" if time in results.REDUCTIONS else \
-        f", t = {time}" if time is not None else ""
-    fixed = "".join(f", {k} = {_fmt(v)}" for k, v in (selection or {}).items())
-    return f"{name}: {var} (mean of {seeds} seed{'s' * (seeds > 1)}{when}{fixed})"
-
-
-def _fmt(value) -> str:
-    return f"{float(value):g}"
-
-
-def label(name: str, coord) -> str:
-    units = str(coord.attrs.get("units", "1")) if coord is not None else "1"
-    text = LABELS.get(name, coord.attrs.get("long_name", name) if coord is not None else name)
-    return f"{text} (dimensionless)" if units in ("1", "") else f"{text} [{units}]"
-
-
-# ---------------------------------------------------------------- axes and scales
-
-def scale(values: np.ndarray, attrs: dict) -> str:
-    """'log' (declared logspace, or a geometric list), 'linear' (evenly spaced) or 'category'."""
-    v = np.asarray(values, dtype=float)
-    if attrs.get("spacing") == "log":
-        return "log"
-    if v.size < 3:
-        return "linear"
-    steps = np.diff(v)
-    if np.allclose(steps, steps[0], rtol=1e-6):
-        return "linear"
-    if (v > 0).all() and np.allclose(np.diff(np.log(v)), np.log(v[1] / v[0]), rtol=1e-6):
-        return "log"
-    return "category"
-
-
-def _edges(v: np.ndarray, kind: str) -> np.ndarray:
-    """Cell edges around the grid values (geometric midpoints on a log axis)."""
-    if kind == "category":
-        return np.arange(v.size + 1) - 0.5
-    w = np.log(v) if kind == "log" else v.astype(float)
-    if w.size == 1:
-        mids = np.array([w[0] - 0.5, w[0] + 0.5])
-    else:
-        inner = 0.5 * (w[1:] + w[:-1])
-        mids = np.concatenate([[2 * w[0] - inner[0]], inner, [2 * w[-1] - inner[-1]]])
-    return np.exp(mids) if kind == "log" else mids
-
-
-def _position(values, grid: np.ndarray, kind: str):
-    """Where values fall on an axis drawn as `kind` (categories are indices)."""
-    if kind != "category":
-        return values
-    return np.interp(values, grid, np.arange(grid.size), left=np.nan, right=np.nan)
-
-
-def _axis(ax, which: str, name: str, coord) -> str:
-    v = coord.values.astype(float)
-    kind = scale(v, coord.attrs)
-    getattr(ax, f"set_{which}label")(label(name, coord))
-    if kind == "log":
-        getattr(ax, f"set_{which}scale")("log")
-        if v.size <= 12:  # label the grid values themselves, not powers of ten
-            getattr(ax, f"set_{which}ticks")(v, [_fmt(t) for t in v])
-            getattr(ax, f"set_{which}ticks")([], minor=True)
-    elif kind == "category":
-        getattr(ax, f"set_{which}ticks")(np.arange(v.size), [_fmt(t) for t in v])
-    return kind
-
-
-# ---------------------------------------------------------------- drawing
-
-def _heatmap(ax, da, x: str, y: str, limits):
-    xd, yd = results.axis_dim(da, x), results.axis_dim(da, y)
-    da = da.sortby(da[x]).sortby(da[y]).transpose(yd, xd)
-    xk, yk = _axis(ax, "x", x, da[x]), _axis(ax, "y", y, da[y])
-    xe, ye = _edges(da[x].values, xk), _edges(da[y].values, yk)
-    mesh = ax.pcolormesh(xe, ye, da.values, cmap="viridis", shading="flat", vmin=limits[0],
-                         vmax=limits[1])
-    ax.set_xlim(xe[0], xe[-1])
-    ax.set_ylim(ye[0], ye[-1])
-    return mesh
-
-
 def _wrap(text: str, width: int = 48) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))
 
 
-def _lines(ax, mean, sem, x: str, series: str | None, theory=None) -> None:
+# ---------------------------------------------------------------- axes and scales
+
+def _axis(ax, which: str, name: str, coord) -> str:
+    kind = scale(coord)
+    getattr(ax, f"set_{which}label")(labels.axis_label(name, coord))
+    ticks = getattr(ax, f"set_{which}ticks")
+    if kind == "log":
+        getattr(ax, f"set_{which}scale")("log")
+        v = np.asarray(coord.values, dtype=float)
+        if v.size <= 12:  # label the grid values themselves, not powers of ten
+            ticks(v, [f"{t:g}" for t in v])
+            ticks([], minor=True)
+    elif kind == "category":
+        names = [labels.short(results.cell(t)) for t in coord.values]
+        ticks(np.arange(len(names)), names, rotation=30 if max(map(len, names)) > 6 else 0)
+    return kind
+
+
+def _sorted(da, *axes):
+    for a in axes:
+        if not results.is_text(da[a]):
+            da = da.sortby(da[a])
+    return da
+
+
+def _norm(centre):
+    """One colour scale for every panel: log for counts spanning a decade or more."""
+    from matplotlib.colors import LogNorm, Normalize
+
+    v = np.asarray(centre.values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return Normalize(0, 1)
+    low, high = float(v.min()), float(v.max())
+    if centre.name in ("n_clusters", "max_clusters") and low >= 1 and high / low >= 8:
+        return LogNorm(low, high)
+    return Normalize(low, high if high > low else low + 1)
+
+
+# ---------------------------------------------------------------- drawing
+
+def _heatmap(ax, fr, x: str, y: str, norm):
+    da = fr.centre
+    xd, yd = results.axis_dim(da, x), results.axis_dim(da, y)
+    da = _sorted(da, x, y).transpose(yd, xd)
+    xk, yk = _axis(ax, "x", x, da[x]), _axis(ax, "y", y, da[y])
+    xe, ye = edges(da[x].values, xk), edges(da[y].values, yk)
+    values = np.where(np.isinf(da.values), np.nan, da.values)  # "never" cells are explained
+    mesh = ax.pcolormesh(xe, ye, values, cmap="viridis", shading="flat", norm=norm)
+    ax.set_xlim(xe[0], xe[-1])
+    ax.set_ylim(ye[0], ye[-1])
+    return mesh
+
+
+def _lines(ax, fr, ds, x: str, series: str | None, theory, when) -> list[dict]:
+    mean = fr.centre
     xd = results.axis_dim(mean, x)
     others = [d for d in mean.dims if d != xd]
     by = results.axis_dim(mean, series) if series else (others[0] if others else None)
     kind = _axis(ax, "x", x, mean[x])
-    values = mean[by].values if by else [None]
+    values = list(mean[by].values) if by else [None]
     if by and len(values) > MAX_LINES:
-        values = values[np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))]
+        pick = np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))
+        values = [values[k] for k in pick]
     colours = _pyplot().cm.viridis(np.linspace(0, 0.9, len(values)))
-    xs = _position(mean[x].values.astype(float), mean[x].values.astype(float), kind)
+    xs = np.arange(mean.sizes[xd]) if kind == "category" else mean[x].values.astype(float)
+    style = dict(marker="o", ms=4, lw=1.0) if kind == "category" else dict(lw=1.5)
+    drawn = []
     for colour, value in zip(colours, values):
-        m = mean.sel({by: value}) if by else mean
-        e = sem.sel({by: value}) if by else sem
-        text = f"{by} = {_fmt(value)}" if by else None
-        ax.plot(xs, m.values, color=colour, label=text, lw=1.5)
-        ax.fill_between(xs, (m - 1.96 * e).values, (m + 1.96 * e).values, color=colour,
-                        alpha=0.2, lw=0)
+        pick = {by: value} if by else {}
+        m, lo, hi, n = (a.sel(pick) for a in (fr.centre, fr.low, fr.high, fr.count))
+        text = labels.value_text(by, value) if by else None
+        if fr.statistic == "median":
+            text = f"{text or 'median'} ({int(n.sum())} of {fr.seeds * n.size} runs clustered)"
+        finite = np.where(np.isinf(m.values), np.nan, m.values)
+        ax.plot(xs, finite, color=colour, label=text, **style)
+        ax.fill_between(xs, _finite(lo.values), _finite(hi.values), color=colour, alpha=0.2,
+                        lw=0)
+        line = {"label": text, x: numbers(mean[x].values), "y": numbers(m.values),
+                "low": numbers(lo.values), "high": numbers(hi.values), "count": numbers(n)}
         if theory is not None:
-            _rho(ax, theory, x, by, value, colour)
-    units = str(mean.attrs.get("units", "1"))
-    ax.set_ylabel(f"{mean.name}" + ("" if units in ("1", "") else f" [{units}]"))
-    if by:
-        ax.legend(fontsize=7, frameon=False)
+            line["theory"] = overlays.draw_rho(ax, theory, by, value, x)
+        drawn.append(line)
+    ax.set_ylabel(_wrap(labels.var_label(ds, mean.name, when), 44), fontsize=9)
+    return drawn
+
+
+def _finite(values: np.ndarray) -> np.ndarray:
+    """A band's ends where the statistic is infinite ("never") stop at the axis edge."""
+    return np.where(np.isinf(values), np.nan, values)
+
+
+def _constant(ax, centre, panel) -> dict:
+    """Say so when a panel's values are all the same number."""
+    v = np.asarray(centre.values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        ax.text(0.5, 0.5, "no value anywhere", transform=ax.transAxes, ha="center")
+        ax.set_title(panel or "", fontsize=9)
+        return {"constant": None}
+    if v.min() != v.max():
+        if panel:
+            ax.set_title(panel, fontsize=9)
+        return {"constant": False, "range": [number(v.min()), number(v.max())]}
+    ax.set_title(f"{panel + ': ' if panel else ''}constant, {v[0]:g} everywhere", fontsize=9)
+    return {"constant": True, "range": [number(v[0]), number(v[0])]}
+
+
+def _nan_cells(ax, centre, reason: str) -> dict:
+    """Empty (NaN or never) cells show the hatched axes background, named in the legend;
+    returns them (the coordinates of each) and why they are empty."""
+    from matplotlib.patches import Patch
+
+    stacked = centre.stack(cell=list(centre.dims))
+    empty = stacked[~np.isfinite(stacked.values.astype(float))]
+    ax.patch.set(**NAN_STYLE)
+    if empty.size:
+        ax._sweep_nan = Patch(**NAN_STYLE, label=reason)
+    cells = [{d: number(empty[d].values[k]) for d in centre.dims} for k in range(empty.size)]
+    return {"empty_cells": cells, "empty_because": reason if cells else None}
+
+
+def _colour_bar(fig, mesh, axes, norm, text: str) -> None:
+    bar = fig.colorbar(mesh, ax=axes.tolist(), shrink=0.95)
+    if type(norm).__name__ == "LogNorm":  # counts: whole numbers, powers of 2
+        ticks = [2**k for k in range(12) if norm.vmin <= 2**k <= norm.vmax]
+        bar.set_ticks(ticks, labels=[str(t) for t in ticks])
+        bar.minorticks_off()
+    bar.set_label(_wrap(text, 40), fontsize=8)
+
+
+def _legend(fig, axes) -> None:
+    """One legend below the panels, off the data: every label once."""
+    handles, seen = [], set()
+    for ax in axes:
+        found = list(zip(*ax.get_legend_handles_labels()))
+        if getattr(ax, "_sweep_nan", None) is not None:
+            found.append((ax._sweep_nan, ax._sweep_nan.get_label()))
+        for handle, text in found:
+            if text and not text.startswith("_") and text not in seen:
+                seen.add(text)
+                handles.append((handle, text))
+    if handles:
+        width = 55 if len(axes) == 1 else 90  # a legend as wide as the panels
+        handles, texts = zip(*handles)
+        texts = [_wrap(t, width) for t in texts]
+        widest = max(len(line) for t in texts for line in t.splitlines())
+        ncol = min(len(texts), max(1, 100 * len(axes) // (widest + 8)))
+        fig.legend(handles, texts, loc="outside lower center", fontsize=7, frameon=False,
+                   ncol=ncol)
 
 
 # ---------------------------------------------------------------- overlays
 
-def _rho(ax, theory, x, by, value, colour) -> None:
-    """The equiangular cosine rho_beta(t) beside a measured line (mean_cosine in high d)."""
-    if theory.attrs.get("theory") != "equiangular" or x != "time" or by != "beta":
-        raise ConfigError("theory file: a line plot overlays the equiangular rho(t), which "
-                          "needs --x time and one line per beta")
-    rho = theory.rho.sel(beta=float(value), method="nearest")
-    first = not any(line.get_label() == "equiangular ODE" for line in ax.get_lines())
-    ax.plot(theory.time.values, rho.values, color="black", ls=":", lw=1.2,
-            label="equiangular ODE" if first else None)
-
-
-def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> None:
+def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> dict:
     if threshold is None and theory is None:
-        return
+        return {}
     ax.autoscale(False)  # overlays are clipped to the measured grid, not stretching it
-    place = {a: (mean[a].values.astype(float), scale(mean[a].values, mean[a].attrs))
-             for a in (x, y)}
+    where = {a: place(mean[a]) for a in (x, y)}
 
     def at(axis, values):
-        return _position(np.asarray(values, dtype=float), *place[axis])
+        return where[axis](values)
 
+    record = {}
     if threshold is not None:
-        _threshold(ax, _panel(threshold, facet, value, "threshold"), x, y, at)
+        th = overlays.panel_slice(threshold, facet, value, "threshold")
+        record["threshold"] = overlays.draw_threshold(ax, th, x, y, at)
     if theory is not None:
-        _theory(ax, theory, x, y, facet, value, at)
-    ax.legend(fontsize=7, loc="best", framealpha=0.6)
+        record["theory"] = overlays.draw_theory(ax, theory, x, y, facet, value, at)
+    if "threshold" in record and "theory" in record:
+        along = threshold.attrs["along"]
+        record["deviation"] = overlays.deviations(record["threshold"], record["theory"], along)
+    return record
 
 
-def _panel(ds, facet, value, what: str):
-    """The slice of an overlay dataset that belongs to one panel."""
-    if facet and facet in ds.dims:
-        k = int(np.argmin(np.abs(ds[facet].values.astype(float) - float(value))))
-        ds = ds.isel({facet: k})
-    extra = [d for d in ds.dims if ds.sizes[d] > 1]
-    if len(extra) > 1:
-        raise ConfigError(f"{what} file: axes {', '.join(extra)} do not fit this plot")
-    return ds
-
-
-def _threshold(ax, th, x, y, at) -> None:
-    along = th.attrs.get("along")
-    if along not in (x, y):
-        raise ConfigError(f"threshold file: along {along!r} is not an axis of this plot "
-                          f"({x}, {y})")
-    other = y if along == x else x
-    if other not in th.coords:
-        raise ConfigError(f"threshold file: has no axis {other!r} to draw against")
-    p = at(other, th[other].values)
-    mid, lo, hi = (at(along, th[v].values) for v in ("threshold", "threshold_low",
-                                                     "threshold_high"))
-    text = f"{along} where {th.attrs.get('var')} = {th.attrs.get('level'):g} (95% CI)"
-    if along == x:
-        ax.fill_betweenx(p, lo, hi, color="white", alpha=0.35, lw=0)
-        ax.plot(mid, p, color="white", lw=1.6, label=text)
-    else:
-        ax.fill_between(p, lo, hi, color="white", alpha=0.35, lw=0)
-        ax.plot(p, mid, color="white", lw=1.6, label=text)
-
-
-def _theory(ax, theory, x, y, facet, value, at) -> None:
-    kind = theory.attrs.get("theory")
-    if kind == "equiangular" and {x, y} == {"beta", "time"}:
-        curve = {"beta": theory.beta.values, "time": theory.t_boundary.values}
-        text = f"equiangular ODE, rho = 1 - {theory.attrs.get('eps', 0):g}"
-    elif kind == "kappa-c" and {x, y} == {"beta", "noise"}:
-        noise = _panel(theory.noise_c, facet if facet == "d" else None, value, "theory")
-        curve = {"beta": noise.beta.values, "noise": noise.values.ravel()}
-        text = "noise threshold 1/kappa_c"
-    else:
-        raise ConfigError(f"theory file ({kind}): has no curve over ({x}, {y}); equiangular "
-                          "fits (beta, time), kappa-c fits (beta, noise)")
-    ax.plot(at(x, curve[x]), at(y, curve[y]), color="tab:red", ls="--", lw=1.6, label=text)
-
-
-def trained_vs_random(sim, probe, path) -> Path:
+def trained_vs_random(sim, probe, path, numbers_path=None) -> Path:
     """Simulations under identity, norm-matched Gaussian and trained attention matrices (one
     row per beta: mean_cosine and clustered_fraction against time, mean over seeds), beside
-    the trained model's own layers. Save it at dpi 100.
+    the trained model's own layers. Save it at dpi 100 (and its numbers, with numbers_path).
 
     sim: `sweep run configs/trained-vs-random.yaml`, whose zip dimension `qk` holds
     "identity", ".../layer<l>_qk_gaussian.npy" and ".../layer<l>_qk.npy" (one line each);
@@ -301,20 +333,34 @@ def trained_vs_random(sim, probe, path) -> Path:
     fig, axes = plt.subplots(len(betas), 3, figsize=(14, 4 * len(betas)), squeeze=False,
                              layout="constrained")
     colours = plt.cm.viridis([0.0, 0.2, 0.4, 0.6, 0.75, 0.9])
+    shown = {"figure": path.name, "statistic": "mean", "seeds": sim.sizes.get("seed", 1),
+             "runs": _status(sim), "time": numbers(mean.time.values), "panels": []}
     for row, beta in zip(axes, betas):
         at = mean.sel(beta=beta) if beta is not None else mean
-        where = f" at beta = {beta:g}" if beta is not None else ""
+        where = f" at β = {beta:g}" if beta is not None else ""
         for ax, var in zip(row[:2], ("mean_cosine", "clustered_fraction")):
+            lines = []
             for qk in at.qk.values:
-                ax.plot(at.time, at[var].sel(qk=qk), **_matrix_style(str(qk), colours))
+                style = _matrix_style(str(qk), colours)
+                ax.plot(at.time, at[var].sel(qk=qk), **style)
+                lines.append({"label": style["label"], "y": numbers(at[var].sel(qk=qk).values)})
             ax.set_xlabel("time t")
-            ax.set_ylabel(var)
-            ax.set_title(f"simulation{where}: {var}", fontsize=9)
-    axes[0, 0].legend(fontsize=7, ncol=2)
-    _probe_panels(axes[:, 2], probe)
+            ax.set_ylabel(labels.var_label(sim, var))
+            values = np.unique([v for line in lines for v in line["y"] if v is not None])
+            same = f" (constant, {values[0]:g} everywhere)" if values.size == 1 else ""
+            ax.set_title(f"simulation{where}: {var}{same}", fontsize=9)
+            shown["panels"].append({"panel": f"{var}{where}", "lines": lines,
+                                    "constant": bool(same)})
+    handles, texts = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, texts, loc="outside lower center", fontsize=7, ncol=7, frameon=False)
+    shown["probe"] = _probe_panels(axes[:, 2], probe)
+    shown["probe"].update({v: numbers(probe[v].values) for v in probe.data_vars
+                           if probe[v].dims == ("layer",)})  # the table docs/trained.md quotes
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    if numbers_path is not None:
+        write_numbers(shown, numbers_path)
     return path
 
 
@@ -335,11 +381,13 @@ def _matrix_style(label: str, colours) -> dict:
     return dict(color=colours[layer - 1], lw=1.0, ls="--", label=f"Gaussian L{layer}")
 
 
-def _probe_panels(column, probe) -> None:
+def _probe_panels(column, probe) -> dict:
     """The trained model itself by layer; below it, (mean |h|)^2, the beta its scores imply."""
+    drawn = {"layer": numbers(probe.layer.values)}
     for var, style in (("mean_cosine", "o-"), ("coarse_clustered_fraction", "s-"),
                        ("pc1_share", "^-")):
         column[0].plot(probe.layer, probe[var], style, label=var)
+        drawn[var] = numbers(probe[var].values)
     column[0].set_title(f"{probe.attrs.get('model')} itself: {probe.attrs.get('n_tokens')} "
                         f"tokens, coarse: cosine > {probe.attrs.get('cosine_threshold')}",
                         fontsize=9)
@@ -347,5 +395,7 @@ def _probe_panels(column, probe) -> None:
     if len(column) > 1:
         column[1].plot(probe.layer, probe.token_norm**2, "o-", color="grey")
         column[1].set_title("(mean |h|)^2: the beta of its scores on unit tokens", fontsize=9)
+        drawn["token_norm_squared"] = numbers(probe.token_norm.values ** 2)
     for ax in column:
         ax.set_xlabel("layer (0 = embeddings)")
+    return drawn

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -122,39 +123,138 @@ def quiet():
         yield
 
 
+# ---------------------------------------------------------------- what a variable is
+
+# times of a first event, NaN where it never happened by t_max: a seed mean would drop those
+# seeds, so they are summarised by a median with "never" as +inf (see frame)
+EVENT_TIMES = ("t_cluster",)
+
+
+def is_text(coord) -> bool:
+    """A text axis (attention, qk, mask, head_beta labels, dtype, ...): categories."""
+    return np.asarray(coord.values).dtype.kind in "OUS"
+
+
+def refuse_flags(da) -> None:
+    """Flag variables (status) are categories: their mean is no statistic."""
+    if "flag_values" in da.attrs or da.name == "status":
+        raise ConfigError(f"var {da.name!r}: codes ({da.attrs.get('flag_meanings', 'status')})"
+                          " are categories, not numbers to average; `sweep show` counts them")
+
+
+def refuse_events(da) -> None:
+    """A seed mean of a time that may never happen drops the seeds where it did not."""
+    if da.name in EVENT_TIMES:
+        raise ConfigError(f"var {da.name!r}: NaN means never, so a seed mean would drop those "
+                          "seeds; threshold clustered_fraction instead (--var clustered_fraction"
+                          " --along time gives the clustering time of each point)")
+
+
+def parameter(ds, key: str, default=None):
+    """A setting of the run: its coordinate (a DataArray when swept, or fixed by --sel),
+    else its value in the recorded config (model, init or integrate section)."""
+    if key in ds.coords:
+        return ds[key]
+    import yaml
+
+    try:
+        recorded = yaml.safe_load(str(ds.attrs.get("sweep_config", ""))) or {}
+    except yaml.YAMLError:
+        recorded = {}
+    for section in ("model", "init", "integrate"):
+        if isinstance(recorded.get(section), dict) and key in recorded[section]:
+            return recorded[section][key]
+    return default
+
+
+def value_range(da, ds) -> tuple:
+    """(low, high) the variable can take: numbers or DataArrays over n (None: unbounded)."""
+    from sweep.kernels.codes import RANGES
+
+    n = parameter(ds, "n")
+    resolve = {"n": n, "log n": None if n is None else np.log(n)}
+    return tuple(resolve.get(v, v) if isinstance(v, str) else v
+                 for v in RANGES.get(str(da.name), (None, None)))
+
+
 # ---------------------------------------------------------------- slices for plots
 
-def parse_selection(items) -> dict[str, float]:
-    """["d=128", "n=32"] -> {"d": 128.0, "n": 32.0}."""
+def parse_selection(items) -> dict[str, str]:
+    """["d=128", "head_beta=1,1,11,11"] -> {"d": "128", "head_beta": "1,1,11,11"}."""
     out = {}
     for item in items or ():
         key, sep, value = str(item).partition("=")
-        try:
-            out[key.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not key.strip():
-            raise ConfigError(f"--sel {item}: expected AXIS=NUMBER, e.g. d=128")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"--sel {item}: expected AXIS=VALUE, e.g. d=128")
+        out[key.strip()] = value.strip()
     return out
 
 
-def select(da, selection: dict[str, float]):
-    """Pick the nearest grid value of each named axis (a point of a sweep, not a new one)."""
+def position(coord, value, what: str = "--sel") -> int:
+    """The index of a grid value: exactly this number (to rounding), or this label (head_beta
+    labels also by their numbers: 1,1,11,11 = 1.0,1.0,11.0,11.0); a ConfigError naming the
+    nearest values when the grid has no such point."""
+    grid = np.asarray(coord.values)
+    name = coord.name
+    if is_text(coord):
+        hit = [k for k, g in enumerate(grid) if _same_label(str(g), str(value))]
+        if hit:
+            return hit[0]
+        raise ConfigError(f"{what} {name}={value}: not a value of {name} (values: "
+                          f"{', '.join(map(str, grid[:12]))})")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{what} {name}={value}: {name} is numeric, expected a number") from None
+    close = np.isclose(grid.astype(float), x, rtol=1e-9, atol=1e-12)
+    if close.any():
+        return int(np.flatnonzero(close)[0])
+    near = grid[np.argsort(np.abs(grid.astype(float) - x), kind="stable")[:2]]
+    raise ConfigError(f"{what} {name}={value}: not a value of {name} (nearest: "
+                      f"{', '.join(f'{v:g}' for v in sorted(near.astype(float)))})")
+
+
+def _same_label(label: str, text: str) -> bool:
+    if label == text:
+        return True
+    try:
+        return [float(v) for v in label.split(",")] == [float(v) for v in text.split(",")]
+    except ValueError:
+        return False
+
+
+def select(da, selection: dict):
+    """Fix each named axis at one of its grid values (a point of the sweep, never a new one)."""
     for axis, value in selection.items():
         dim = axis_dim(da, axis)
         if dim in ("seed", "time"):
             raise ConfigError(f"--sel {axis}: use --time for time; seeds are averaged")
-        k = int(np.argmin(np.abs(da[axis].values.astype(float) - value)))
-        da = da.isel({dim: k})
+        da = da.isel({dim: position(da[axis], value)})
     return da
 
 
-def frame(ds, var: str, axes: list[str], time=None, selection=None):
-    """(seed-mean, standard error over seeds, seed count) of var over `axes` plus any dims
-    left over (facets). A time axis among `axes` keeps the series, otherwise `time` picks
-    one time or reduction per run. Axes are given as named; the result's dims are real dims.
+@dataclass
+class Frame:
+    """What a plot shows of a variable, per point: a centre over seeds, a band, and counts.
+
+    statistic "mean": the seed mean, its band mean +- 1.96 standard errors clipped to the
+    variable's range, count the seeds with a value. "median" (times that may never happen):
+    the median with never = +inf, its band the quartiles, count the seeds where it happened.
     """
+
+    centre: object
+    low: object
+    high: object
+    count: object
+    seeds: int
+    statistic: str
+
+
+def frame(ds, var: str, axes: list[str], time=None, selection=None) -> Frame:
+    """The Frame of var over `axes` plus any dims left over (facets). A time axis among
+    `axes` keeps the series, otherwise `time` picks one time or reduction per run."""
     da = select(variable(ds, var), selection or {})
+    refuse_flags(da)
     dims = [axis_dim(da, a) for a in axes]
     if "seed" in dims:
         raise ConfigError("axis 'seed': seeds are averaged, plot another axis")
@@ -162,8 +262,54 @@ def frame(ds, var: str, axes: list[str], time=None, selection=None):
         da = at_time(da, time)
     elif time not in (None, "all"):
         raise ConfigError(f"time {time!r}: time is an axis of this plot, drop --time")
-    seeds = da.sizes.get("seed", 1)
+    if "seed" not in da.dims:
+        da = da.expand_dims(seed=[0])
+    seeds = da.sizes["seed"]
+    if da.name in EVENT_TIMES:
+        ran = select(ds["status"], selection or {}) >= 0 if "status" in ds else True
+        t_max = float(ds.time.max()) if "time" in ds.coords else np.inf
+        return _median_frame(da, ran, seeds, t_max)
+    count = da.notnull().sum("seed")
     mean = seed_mean(da)
     with quiet():
-        sem = da.std("seed", ddof=1) / np.sqrt(seeds) if seeds > 1 else mean * 0.0
-    return mean, sem, seeds
+        sem = (da.std("seed", ddof=1) / np.sqrt(count)).fillna(0.0) if seeds > 1 else mean * 0
+    low, high = value_range(da, ds)
+    band = [(mean - 1.96 * sem), (mean + 1.96 * sem)]
+    band = [b.clip(min=low, max=high) if low is not None or high is not None else b
+            for b in band]
+    return Frame(mean, *band, count, seeds, "mean")
+
+
+def _median_frame(da, ran, seeds: int, t_max: float) -> Frame:
+    """The lower median: the time by which half the seeds had the event (+inf: by t_max,
+    fewer did). Missing runs (status -1) are left out, not counted as never. The band is the
+    quartiles, "never" drawn up to t_max (it lies beyond)."""
+    never = da.fillna(np.inf).where(ran)
+    with quiet():
+        q = never.quantile([0.25, 0.5, 0.75], dim="seed", method="lower")
+    q = q.drop_vars("quantile")
+    centre = q.isel(quantile=1).assign_attrs(da.attrs).rename(da.name)
+    low, high = (q.isel(quantile=k).clip(max=t_max) for k in (0, 2))
+    return Frame(centre, low, high, da.notnull().sum("seed"), seeds, "median")
+
+
+def cell(value) -> str:
+    """A coordinate value as a table shows it: numbers by %g, text as it is."""
+    if isinstance(value, (float, np.floating)):
+        return f"{value:g}"
+    return str(value)
+
+
+def threshold_rows(th) -> list[tuple[str, ...]]:
+    """The points of a threshold dataset that cross, as text: (coordinates..., threshold,
+    "[low, high]"), in the order of its dimensions."""
+    dims = list(th.threshold.dims)
+    stacked = th.stack(point=dims) if dims else th.expand_dims(point=[0])
+    rows = []
+    for k in range(stacked.sizes["point"]):
+        p = stacked.isel(point=k)
+        if np.isnan(float(p.threshold)):
+            continue
+        rows.append((*(cell(p[d].item()) for d in dims), f"{float(p.threshold):.4g}",
+                     f"[{float(p.threshold_low):.4g}, {float(p.threshold_high):.4g}]"))
+    return rows

@@ -4,17 +4,37 @@ A threshold is where the seed-averaged curve VAR(along) first reaches LEVEL, fou
 interpolation between grid points (in log10 of the axis when the axis was declared with
 logspace, i.e. its coordinate has attribute spacing="log"). The 95% interval resamples the
 seeds with replacement (Efron's percentile bootstrap) and recomputes the threshold.
+
+With S seeds there are only C(2S - 1, S) different resamples (35 for 4 seeds, 6435 for 8),
+each with its multinomial probability. Up to EXACT_RESAMPLES of them are enumerated, which
+gives the exact bootstrap interval (no Monte Carlo error: the same digits whatever the
+resampling seed). Beyond that `bootstrap` resamples are drawn, and the Monte Carlo error of
+each end of the interval is reported beside it.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
-from sweep.analysis.results import at_time, axis_dim, quiet, variable
+from sweep.analysis.results import (
+    at_time,
+    axis_dim,
+    is_text,
+    quiet,
+    refuse_events,
+    refuse_flags,
+    variable,
+)
 from sweep.core.config import ConfigError
+from sweep.core.store import environment
 
 DIRECTIONS = ("any", "up", "down")
 _BLOCK = 4_000_000  # bootstrap values held at once (32 MB of float64)
+EXACT_RESAMPLES = 25_000  # enumerate every resample up to this many (9 seeds: 24310)
+EXACT_VALUES = 25_000_000  # ... while resamples x points stays below this (200 MB)
 
 
 # ---------------------------------------------------------------- crossings
@@ -47,16 +67,18 @@ def crossing(x: np.ndarray, y: np.ndarray, level: float, direction: str = "any",
 # ---------------------------------------------------------------- thresholds
 
 def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
-              bootstrap: int = 1000, seed: int = 0, direction: str = "any",
-              confidence: float = 0.95):
+              bootstrap: int = 2000, seed: int = 0, direction: str = "any",
+              confidence: float = 0.95, command: str | None = None):
     """Where the seed-mean of `var` first crosses `level` along `along`, per other grid point.
 
     Returns a Dataset with `threshold`, `threshold_low`, `threshold_high` over the remaining
     axes (and time, with time="all"); all three are NaN where the seed-mean never crosses.
-    The interval is the `confidence` percentile interval of `bootstrap` resamples of the
-    seeds (seeded by `seed`, so reproducible; zero width with one seed). A resample that never
-    crosses counts as beyond the end of the axis, so threshold_high is NaN when too many do.
-    Crossings in either direction count by default; see `crossing` for "up" and "down".
+    The interval is the `confidence` percentile interval of the bootstrap over seeds: exact
+    (every resample, weighted) when there are few enough, else `bootstrap` draws seeded by
+    `seed`, with `threshold_low_mc_error`/`threshold_high_mc_error` beside (zero width with
+    one seed, or bootstrap=0). A resample that never crosses counts as beyond the end of the
+    axis, so threshold_high is NaN when too many do. Crossings in either direction count by
+    default; see `crossing` for "up" and "down".
     """
     if direction not in DIRECTIONS:
         raise ConfigError(f"direction {direction!r}: not one of {', '.join(DIRECTIONS)}")
@@ -69,20 +91,34 @@ def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
     with quiet():
         mean = np.nanmean(values, axis=-1)
     best = crossing(x, mean, level, direction, log)
-    if bootstrap < 1 or values.shape[-1] == 1:  # nothing to resample: a zero-width interval
+    counts, weights, method = resamples(values.shape[-1], values[..., 0, 0].size, bootstrap,
+                                        seed)
+    if counts is None:  # nothing to resample: a zero-width interval
         low = high = best
+        errors = ()
     else:
-        low, high = _interval(values, x, level, direction, log, bootstrap, seed, confidence)
-    low, high = np.where(np.isnan(best), np.nan, low), np.where(np.isnan(best), np.nan, high)
+        draws = _draws(values, x, level, direction, log, counts)
+        (low, high), errors = _percentiles(draws, weights, confidence, method)
+    unseen = np.isnan(best)
+    low, high = np.where(unseen, np.nan, low), np.where(unseen, np.nan, high)
+    errors = tuple(np.where(unseen, np.nan, e) for e in errors)
     attrs = {"var": var, "along": along, "level": level, "time": _time_label(time, da, dim),
-             "direction": direction, "bootstrap": bootstrap, "bootstrap_seed": seed,
-             "confidence": confidence, "seeds": da.sizes["seed"]}
-    return _threshold_dataset(da, dim, (best, low, high), attrs, ds)
+             "direction": direction, "bootstrap": method,
+             "bootstrap_resamples": 0 if counts is None else len(counts),
+             "bootstrap_seed": seed, "confidence": confidence, "seeds": da.sizes["seed"]}
+    return _threshold_dataset(da, dim, (best, low, high, *errors), attrs, ds, command)
 
 
 def _prepare(da, along: str, time):
     """(da sorted along its axis with a seed dim, the dim, x [m] ascending, log spacing)."""
+    refuse_flags(da)
+    refuse_events(da)
     dim = axis_dim(da, along)
+    if is_text(da[along]):
+        shown = ", ".join(map(str, da[along].values[:4]))
+        raise ConfigError(f"along {along!r}: a text axis ({shown}, ...) has no values to "
+                          "interpolate between; threshold along a numeric axis (beta, time, "
+                          f"...) and read {along} off the table")
     if dim == "seed":
         raise ConfigError("along 'seed': seeds are averaged, not an axis to threshold along")
     if dim == "time" and time not in (None, "all"):
@@ -101,27 +137,68 @@ def _prepare(da, along: str, time):
     return da, dim, x, log
 
 
-def _interval(values, x, level, direction, log, samples, seed, confidence):
-    """Percentile bootstrap over the last axis (seeds, at least two) of values:
-    [rest..., along, seed]."""
-    s = values.shape[-1]
-    counts = np.random.default_rng(seed).multinomial(s, np.full(s, 1.0 / s), size=samples)
+def resamples(seeds: int, points: int, samples: int, seed: int):
+    """(counts [r, seeds], weights [r], method) of the bootstrap over seeds.
+
+    "exact": every multiset of `seeds` draws (C(2 seeds - 1, seeds) of them) with its
+    multinomial probability seeds! / (prod_i c_i! seeds^seeds), when they number at most
+    EXACT_RESAMPLES and fit in memory beside `points` grid points; "monte carlo": `samples`
+    multinomial draws of equal weight; "none" (counts None) with one seed or samples 0.
+    """
+    if seeds < 2 or samples < 1:
+        return None, None, "none"
+    total = math.comb(2 * seeds - 1, seeds)
+    if total <= EXACT_RESAMPLES and total * points <= EXACT_VALUES:
+        picks = itertools.combinations_with_replacement(range(seeds), seeds)
+        counts = np.array([np.bincount(p, minlength=seeds) for p in picks])
+        logp = (math.lgamma(seeds + 1) - np.sum([[math.lgamma(c + 1) for c in row]
+                                                 for row in counts], axis=1)
+                - seeds * math.log(seeds))
+        return counts, np.exp(logp), "exact"
+    counts = np.random.default_rng(seed).multinomial(seeds, np.full(seeds, 1.0 / seeds),
+                                                     size=samples)
+    return counts, np.full(samples, 1.0 / samples), "monte carlo"
+
+
+def _draws(values, x, level, direction, log, counts):
+    """The threshold of each resample: [r, rest...]; +inf where it never crosses (beyond
+    the end of the axis). values: [rest..., along, seed]."""
     finite = np.isfinite(values)
-    vals, weight = np.where(finite, values, 0.0), finite.astype(float)
+    shape, seeds = values.shape[:-1], values.shape[-1]
+    # as 2-d matrices: a stacked (batched) matmul is ~25x slower for these shapes
+    vals = np.where(finite, values, 0.0).reshape(-1, seeds)
+    weight = finite.astype(float).reshape(-1, seeds)
     block = max(1, _BLOCK // max(1, values[..., 0].size))
     draws = []
-    for start in range(0, samples, block):
+    for start in range(0, len(counts), block):
         c = counts[start:start + block].T.astype(float)              # [seed, b]
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = (vals @ c) / (weight @ c)                         # [rest..., along, b]
+            means = ((vals @ c) / (weight @ c)).reshape(*shape, -1)   # [rest..., along, b]
         draws.append(crossing(x, np.moveaxis(means, -1, 0), level, direction, log))
-    # a resample that never crosses lies beyond the end of the axis
     draws = np.concatenate(draws, axis=0)
-    filled = np.where(np.isnan(draws), np.inf, draws)
-    tail = (1.0 - confidence) / 2.0
-    low = np.quantile(filled, tail, axis=0, method="lower")
-    high = np.quantile(filled, 1.0 - tail, axis=0, method="higher")
-    return np.where(np.isinf(low), np.nan, low), np.where(np.isinf(high), np.nan, high)
+    return np.where(np.isnan(draws), np.inf, draws)
+
+
+def _percentiles(draws, weights, confidence, method):
+    """((low, high), Monte Carlo errors): the smallest resampled thresholds whose bootstrap
+    distribution function reaches (1 - confidence) / 2 and (1 + confidence) / 2. The errors
+    (Monte Carlo draws only) are half the width of the order-statistic 95% interval of each
+    end: how far another resampling seed could move it."""
+    order = np.argsort(draws, axis=0, kind="stable")
+    ranked = np.take_along_axis(draws, order, axis=0)
+    cdf = np.cumsum(weights[order], axis=0)
+    ends, errors = [], []
+    for q in ((1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0):
+        k = np.argmax(cdf >= q - 1e-12, axis=0)
+        ends.append(np.take_along_axis(ranked, k[None], 0)[0])
+        if method == "monte carlo":
+            r = len(weights)
+            spread = 1.96 * math.sqrt(r * q * (1 - q))
+            lo, hi = max(0, math.floor(r * q - spread)), min(r - 1, math.ceil(r * q + spread))
+            with np.errstate(invalid="ignore"):
+                errors.append((ranked[hi] - ranked[lo]) / 2.0)
+    ends = [np.where(np.isinf(e), np.nan, e) for e in ends]
+    return ends, [np.where(np.isfinite(e), e, np.nan) for e in errors]
 
 
 def _time_label(time, da, dim) -> str:
@@ -132,20 +209,24 @@ def _time_label(time, da, dim) -> str:
     return str(time)
 
 
-def _threshold_dataset(da, dim, arrays, attrs, source):
+def _threshold_dataset(da, dim, arrays, attrs, source, command=None):
     import xarray as xr
 
     rest = [d for d in da.dims if d not in (dim, "seed")]  # in the order of the arrays
     coords = {k: c for k, c in da.coords.items() if set(c.dims) <= set(rest)}
     units = da[attrs["along"]].attrs.get("units", "1")
     what = f"{attrs['along']} where the seed-mean {attrs['var']} first crosses {attrs['level']:g}"
-    names = {"threshold": what,
-             "threshold_low": f"lower end of the {attrs['confidence']:.0%} bootstrap interval",
-             "threshold_high": f"upper end of the {attrs['confidence']:.0%} bootstrap interval"}
+    ci = f"{attrs['confidence']:.0%} bootstrap interval ({attrs['bootstrap']})"
+    names = {"threshold": what, "threshold_low": f"lower end of the {ci}",
+             "threshold_high": f"upper end of the {ci}",
+             "threshold_low_mc_error": "Monte Carlo error of threshold_low",
+             "threshold_high_mc_error": "Monte Carlo error of threshold_high"}
     data = {name: (rest, arr, {"long_name": text, "units": units})
             for (name, text), arr in zip(names.items(), arrays)}
-    out = xr.Dataset(data, coords=coords, attrs=attrs)
-    out.attrs["title"] = f"threshold of {attrs['var']}: {source.attrs.get('title', '')}"
+    title = f"threshold of {attrs['var']}: {source.attrs.get('title', '')}"
+    out = xr.Dataset(data, coords=coords, attrs={**environment(title, command), **attrs})
+    if source.attrs.get("history"):  # CF: history is the audit trail, newest line last
+        out.attrs["history"] = f"{source.attrs['history']}\n{out.attrs['history']}"
     for key in ("sweep_config", "sweep_config_hash", "source"):
         if key in source.attrs:
             out.attrs[key] = source.attrs[key]

@@ -56,7 +56,12 @@ SetOpt = Annotated[list[str] | None, typer.Option(
     help="Override a config key by dotted path, YAML-typed: `--set model.beta=2.5` "
          "(repeatable).")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", metavar="PATH", help="Results file (default: output.path of the config).")]
+    "--out", metavar="PATH", help="Results file (default: output.path of the config); the "
+                                  "parts go beside it, in <out>.parts/.")]
+MergedOpt = Annotated[Path | None, typer.Option(
+    "--out", metavar="PATH", help="Where the merged dataset is written (default: "
+    "output.path). The parts are always those beside output.path: after `run --out X`, pass "
+    "--set output.path=X.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of tables.")]
 
 

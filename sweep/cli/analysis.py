@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sweep import api
+from sweep.analysis.results import threshold_rows
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
 from sweep.core.store import write_dataset
@@ -73,8 +74,9 @@ def threshold_cmd(
                                              help="Level to cross.")] = 0.5,
         time: TimeOpt = None, output: FileOut = None,
         bootstrap: Annotated[int, typer.Option(
-            "--bootstrap", min=0, metavar="N",
-            help="Resamples of the seeds for the 95% interval.")] = 1000,
+            "--bootstrap", min=0, metavar="N", help="Resamples of the seeds for the 95% "
+            "interval when there are too many to enumerate (up to 9 seeds the bootstrap is "
+            "exact); 0: no interval.")] = 2000,
         seed: Annotated[int, typer.Option("--seed", metavar="SEED",
                                           help="Seed of the resampling.")] = 0,
         direction: Annotated[Direction, typer.Option(
@@ -113,23 +115,21 @@ def _plain(value):
 
 def _print_threshold(th, rows: int = 40) -> None:
     out.print(f"{th.attrs['along']} where the seed-mean {th.attrs['var']} crosses "
-              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s))",
-              markup=False, soft_wrap=True)
+              f"{th.attrs['level']:g} (time: {th.attrs['time']}, {th.attrs['seeds']} seed(s), "
+              f"bootstrap: {th.attrs['bootstrap']})", markup=False, soft_wrap=True)
     dims = list(th.threshold.dims)
     table = Table()
     for col in dims + ["threshold", "95% interval"]:
         table.add_column(col, justify="right")
-    flat = _records(th)
-    found = [r for r in flat if r["threshold"] == r["threshold"]]
-    for rec in found[:rows]:
-        table.add_row(*[f"{rec[d]:g}" for d in dims], f"{rec['threshold']:.4g}",
-                      f"[{rec['low']:.4g}, {rec['high']:.4g}]")
+    for rec in (found := threshold_rows(th))[:rows]:
+        table.add_row(*[escape(c) for c in rec])
     out.print(table)
     if len(found) > rows:
         out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all, --json "
                   "prints them")
-    if len(found) < len(flat):
-        out.print(f"{len(flat) - len(found)} point(s) never cross (NaN)")
+    never = int(th.threshold.isnull().sum())
+    if never:
+        out.print(f"{never} point(s) never cross (NaN)")
 
 
 @app.command("plot")
@@ -143,7 +143,9 @@ def plot_cmd(
         = None, time: TimeOpt = None,
         sel: Annotated[list[str] | None, typer.Option(
             "--sel", metavar="AXIS=VALUE",
-            help="Fix an axis at its nearest grid value: `--sel d=128` (repeatable).")] = None,
+            help="Fix an axis at one of its grid values: --sel d=128, --sel "
+                 "head_beta=1,1,11,11 (a value not on the grid is an error; repeatable).")]
+        = None,
         lines: Annotated[str | None, typer.Option(
             "--lines", metavar="AXIS",
             help="Line plot: one line per value of this axis (a few are picked).")] = None,
@@ -155,14 +157,20 @@ def plot_cmd(
             help="A sweep theory file to overlay (equiangular or kappa-c).")] = None,
         output: Annotated[Path | None, typer.Option(
             "-o", "--output", metavar="FILE", help="Figure file: .png, .pdf or .svg "
-            "(default: figures/RESULTS-VAR.png).")] = None):
+            "(default: figures/RESULTS-VAR.png).")] = None,
+        numbers: Annotated[Path | None, typer.Option(
+            "--numbers", metavar="FILE.json", help="Also write the numbers the figure shows "
+            "as JSON (curves, bands, counts, threshold points, deviations from theory).")]
+        = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis.results import parse_selection
 
     with user_errors():
         done = api.plot(results, var, output, x=x, y=y, time=time, sel=parse_selection(sel),
-                        lines=lines, threshold=threshold, theory=theory)
+                        lines=lines, threshold=threshold, theory=theory, numbers=numbers)
     out.print(f"figure: {done}", markup=False, soft_wrap=True)
+    if numbers is not None:
+        out.print(f"numbers: {numbers}", markup=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- theory
@@ -337,3 +345,44 @@ def theory_long_context(
                              f"{float(p.output_cosine):.6g}", f"{float(p.limit):.6g}"))
     _table(["n", "rho", "gamma", "beta", "output cosine", "limit"], rows)
     _written(path)
+
+
+# ---------------------------------------------------------------- monotonicity
+
+@app.command("monotone")
+def monotone_cmd(
+        results: ResultsArg, var: VarOpt,
+        along: Annotated[str, typer.Option(
+            "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
+        = "time",
+        output: FileOut = None):
+    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall."""
+    from sweep.analysis.monotone import runs_that_fell
+
+    with user_errors():
+        result = api.monotone(results, var, along, output)
+    _print_monotone(result, runs_that_fell(result)[0])
+    if output is not None:
+        out.print(f"monotone: {output}")
+
+
+def _print_monotone(result, total: dict, rows: int = 40) -> None:
+    var, along = result.attrs["var"], result.attrs["along"]
+    dims = list(result.falls.dims)
+    flat = result.to_dataframe().reset_index().to_dict("records") if dims else [
+        {k: result[k].item() for k in result.data_vars}]
+    fell = [r for r in flat if r["falls"] > 0]
+    table = Table(title=f"where {var} fell along {along} (relative fall > "
+                        f"{result.attrs['rtol']:g})")
+    for col in dims + ["falls", "worst relative fall", f"first {along}"]:
+        table.add_column(col, justify="right")
+    for rec in fell[:rows]:
+        table.add_row(*[_summary((rec[d],)) for d in dims],
+                      f"{rec['falls']} of {rec['intervals']}", f"{rec['worst_fall']:.3g}",
+                      f"{rec['first_fall']:g}")
+    if fell:
+        out.print(table)
+    if len(fell) > rows:
+        out.print(f"... {len(fell) - rows} more row(s); -o FILE keeps them all")
+    out.print(f"{var} fell in {total['fell']} of {total['runs']} run(s)"
+              + (f", worst relative fall {total['worst_fall']:.3g}" if total["fell"] else ""))

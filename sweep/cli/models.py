@@ -31,6 +31,11 @@ def probe_cmd(text: Annotated[Path, typer.Option(
               cluster_eps: Annotated[float, typer.Option(
                   min=0.0, metavar="EPS",
                   help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+              project: Annotated[int | None, typer.Option(
+                  "--project", min=1, metavar="K", show_default=False,
+                  help="Also every cluster observable of each layer's tokens on their top K "
+                  "principal components, centred and renormalised (projected_<name>).")]
+              = None,
               threshold: Annotated[float, typer.Option(
                   min=-1.0, max=1.0, metavar="COSINE",
                   help="Cosine threshold of the coarse_* clusters.")] = 0.9,
@@ -40,7 +45,8 @@ def probe_cmd(text: Annotated[Path, typer.Option(
                   "of a layer model that is this model.")] = None):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
     with user_errors():
-        ds = api.probe(text, model, path, beta, cluster_eps, threshold, save_embeddings)
+        ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project,
+                       save_embeddings=save_embeddings)
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
     for col in ("layer",) + names:

@@ -9,7 +9,18 @@ from typing import Annotated
 import typer
 
 from sweep import api
-from sweep.cli import ConfigArg, JsonOpt, OutOpt, SetOpt, _load, app, choices, out, user_errors
+from sweep.cli import (
+    ConfigArg,
+    JsonOpt,
+    MergedOpt,
+    OutOpt,
+    SetOpt,
+    _load,
+    app,
+    choices,
+    out,
+    user_errors,
+)
 from sweep.core.store import indices
 from sweep.scheduling.submit import SCHEDULERS
 
@@ -17,12 +28,14 @@ Scheduler = choices("Scheduler", SCHEDULERS)
 
 
 @app.command()
-def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+def status(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
            shards: Annotated[int | None, typer.Option(
                "--shards", min=1, metavar="K", help="K of the job array, for the list of "
                "shards to rerun (default: K of the last `sweep submit`).")] = None,
            as_json: JsonOpt = False):
-    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell)."""
+    """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell).
+
+    The parts are those beside output.path; --out names the merged dataset to report on."""
     with user_errors():
         st = api.status(_load(config, sets), path, shards)
     if as_json:
@@ -43,6 +56,7 @@ def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     if found.strays:
         out.print(f"{len(found.strays)} part(s) belong to no job of this config (another "
                   "config or grid wrote them)")
+    out.print(st.merged, markup=False, soft_wrap=True)
     _print_rerun(st, config)
 
 
@@ -71,7 +85,7 @@ def _status_record(st: api.Status) -> dict:
             "failed": [{"index": j.index, "error": e} for j, e in found.failed],
             "damaged": [{"index": j.index, "error": e} for j, e in found.damaged],
             "strays": len(found.strays), "shards": st.shards, "rerun": st.rerun,
-            "resubmit": st.resubmit}
+            "resubmit": st.resubmit, "merged": st.merged}
 
 
 @app.command("submit")
@@ -114,7 +128,9 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"{done.plan.logs}", markup=False, soft_wrap=True)
     out.print(f"merge job {done.ids[1]}: runs when every task succeeded, writes "
               f"{done.plan.output}", markup=False, soft_wrap=True)
-    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in sets or []),
+    where = [] if path is None else [f"output.path={done.plan.output}"]
+    out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in
+                                                              [*(sets or []), *where]),
               markup=False, soft_wrap=True)
 
 

@@ -12,6 +12,7 @@ from sweep import api
 from sweep.cli import (
     ConfigArg,
     JsonOpt,
+    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -116,12 +117,13 @@ def _print_report(done: api.Outcome) -> None:
 
 
 @app.command("merge")
-def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
               = False):
-    """Assemble all completed jobs into one dataset (after the shards of a job array)."""
+    """Assemble all completed jobs (the parts beside output.path) into one dataset, written
+    to --out (after the shards of a job array)."""
     with user_errors():
         cfg = _load(config, sets)
         api.merge(cfg, path, allow_missing)
-    out.print(f"results: {api.store(cfg, path).output}", soft_wrap=True, markup=False)
+    out.print(f"results: {path or cfg.output.path}", soft_wrap=True, markup=False)

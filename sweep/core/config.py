@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import reprlib
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -185,6 +186,9 @@ class Config:
     grid: dict[str, Any]  # raw axis declarations, expanded and checked by sweep.core.grid
     source: Path | None = None  # the YAML file, for resolving relative input paths
     overrides: tuple[str, ...] = ()  # the KEY=VALUE applied to it (a job array repeats them)
+    # section keys the user chose ("model.beta"): set by --set, or given a value other than
+    # the default in the file; sweep.core.grid refuses those no grid point uses
+    given: frozenset = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
@@ -360,6 +364,21 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# YAML 1.1 (PyYAML) reads 1e-3 and 1E5 as strings: its floats need a dot and a signed
+# exponent. Physicists write them without, as YAML 1.2 allows; read them as floats here.
+# Plain integers, 1.5, .inf and .nan keep their YAML 1.1 meaning (non-finite numbers are
+# refused by check_value, naming the key).
+_UniqueKeyLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
+def parse_yaml(text: str):
+    """YAML text as the config loader reads it (unique keys, exponent floats), no objects."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)
+
+
 def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     try:
@@ -371,7 +390,7 @@ def read_yaml(path: str | Path) -> dict:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: builds no objects
+        raw = parse_yaml(text)  # a SafeLoader: builds no objects
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -390,7 +409,7 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
         if not sep or not key:
             raise ConfigError(f"--set {item}: expected KEY=VALUE")
         try:
-            value = yaml.safe_load(text)
+            value = parse_yaml(text)
         except yaml.YAMLError:
             raise ConfigError(f"--set {key}: value {show(text)} is not valid YAML") from None
         node = raw
@@ -413,6 +432,18 @@ def load(path: str | Path, overrides: list[str] = ()) -> Config:
     return from_dict(raw, source=path, overrides=tuple(overrides))
 
 
+def _given(sections: dict, raw: dict, overrides) -> frozenset:
+    """Section keys set on purpose: by --set (`overrides`), or to a value other than the
+    default in the file (a default written out documents, it chooses nothing)."""
+    given = {item.partition("=")[0].strip() for item in overrides}
+    given = {key for key in given if key.partition(".")[0] in SECTIONS}
+    for name, section in sections.items():
+        default = SECTIONS[name]()
+        given |= {f"{name}.{key}" for key in raw.get(name) or {}
+                  if getattr(section, key) != getattr(default, key)}
+    return frozenset(given)
+
+
 def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
@@ -433,4 +464,4 @@ def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] 
     if not isinstance(grid, dict):
         raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")
     return Config(name=name, output=output, grid=grid, source=source, overrides=overrides,
-                  **sections)
+                  given=_given(sections, raw, overrides), **sections)

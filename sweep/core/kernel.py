@@ -120,7 +120,8 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
     thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
     is what resources.need budgets); a symmetric one an n x n matrix and a few n-vectors per
-    tile instead. Stage buffers count as a step touches them (1 for euler, 5 for rk4: pages
+    tile instead; every path, the cluster-resolved observables' scratch (O(n d),
+    kernels/groups.py). Stage buffers count as a step touches them (1 for euler, 5 for rk4: pages
     never written take no memory). Checked against the peak resident memory a job adds
     (docs/performance.md). A layer model: sweep.core.layers.cost."""
     if job.model.layers is not None:
@@ -137,11 +138,12 @@ def job_bytes(job: Job, positions: str = "none") -> int:
     if plan.symmetric:
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // plan.tile)
-        square = n * n * item + n * d * item + 6 * tiles * n * 8 + 6 * n * 8
+        square = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
     else:
         square = {"general": 0, "rows": 2 * n * n * 8,
                   "blocked": min(plan.tile, n) * n * item + 4 * n * 8}[plan.strategy]
-    return copies * n * d * 8 + 5 * n * 8 + saves * N_OBS * 8 + traj + square
+    resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
+    return copies * n * d * 8 + 5 * n * 8 + saves * N_OBS * 8 + traj + square + resolved
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:

@@ -51,6 +51,9 @@ def check_layers(model: Model, init: Init, integ: Integrate, at: str) -> None:
 def _check_layer_lists(model: Model, at: str) -> None:
     if model.layer_beta is not None and model.head_beta is not None:
         raise ConfigError(f"model.layer_beta: give layer_beta or head_beta, not both{at}")
+    if model.layer_beta is not None and "beta" in _changed(model, ("beta",)):
+        raise ConfigError(f"model.beta: never used here, each layer takes its beta from "
+                          f"model.layer_beta; drop model.beta{at}")
     lists = {"layer_beta": model.layer_beta, "qk": model.qk, "v": model.v}
     for key, value in lists.items():
         if isinstance(value, tuple) and len(value) != model.layers:

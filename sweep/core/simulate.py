@@ -155,11 +155,12 @@ def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
 
 
 def _compile(kernel: KernelPlan) -> None:
-    """One save of a two-token system: the same compiled functions, with the same argument
-    types, as every job of this variant (one kernel per dtype serves every general model)."""
-    x = np.eye(2, dtype=np.dtype(kernel.dtype))
+    """One save of two groups of two tokens: the same compiled functions, with the same
+    argument types, as every job of this variant (one kernel per dtype serves every general
+    model); groups, so that the passes a save makes only when groups exist compile too."""
+    x = np.repeat(np.eye(2, dtype=np.dtype(kernel.dtype)), 2, axis=0)
     common = (METHOD_CODES["euler"], 0.1, 1, 1e-3, np.zeros((2, len(OBSERVABLES))),
-              np.zeros((0, 2, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
+              np.zeros((0, 4, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
     if kernel.strategy == "general":
         integrate(x, dynamics("softmax", 1.0), *common)
     elif kernel.strategy == "layers":

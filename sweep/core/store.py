@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import yaml
 
 from sweep._version import __version__
 from sweep.core.config import Config
+from sweep.core.coords import coordinates, int32, status_flags
 from sweep.core.grid import Job, axes, expand
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.errors import StoreError
@@ -299,12 +301,13 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
                       _attrs({**SERIES, **LAYER_SERIES}[name]))
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
+    data["status"][2].update(status_flags())
     positions = _positions(config, jobs, parts, dims, shape, (record, t))
     if positions is not None:
         data["positions"] = positions
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=_coords(grid, (record, t)))
+    ds = xr.Dataset(data, coords=coordinates(grid, (record, t)))
     ds.attrs.update(provenance(config, command))
     return ds
 
@@ -362,24 +365,6 @@ def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
     return "time", np.unique(np.concatenate([_times(j) for j in grids.values()]))
 
 
-RECORD_NAMES = {"time": "time", "layer": "layer (0 = the input, l = after block l)"}
-
-
-def _coords(grid, record: tuple[str, np.ndarray]) -> dict:
-    name, t = record
-    coords = {name: (name, t, {"long_name": RECORD_NAMES[name], "units": "1"})}
-    for axis in grid:
-        for key, vals in zip(axis.keys, axis.values):
-            attrs = {"long_name": key, "units": "1"}
-            if axis.log and key == axis.name:
-                attrs["spacing"] = "log"
-            if any(isinstance(v, tuple) for v in vals):  # head_beta lists label as text
-                vals = [",".join(b if isinstance(b, str) else f"{b:g}" for b in v)
-                        if isinstance(v, tuple) else str(v) for v in vals]
-            coords[key] = (axis.name, np.asarray(vals), attrs)
-    return coords
-
-
 def _positions(config, jobs, parts, dims, shape, record: tuple[str, np.ndarray]):
     if config.output.positions == "none" or {"n", "d"} & set(dims):
         return None
@@ -398,7 +383,12 @@ def _positions(config, jobs, parts, dims, shape, record: tuple[str, np.ndarray])
 
 def provenance(config: Config, command: str | None = None) -> dict:
     attrs = environment(f"sweep results: {config.name}", command)
-    attrs.update(sweep_config=config.to_yaml(), sweep_config_hash=config.hash)
+    # where the file is written is no part of what it holds: `run --out X` and `merge --set
+    # output.path=X` of the same parts give the same dataset
+    recorded = config.to_dict()
+    recorded["output"].pop("path")
+    attrs.update(sweep_config=yaml.safe_dump(recorded, sort_keys=False),
+                 sweep_config_hash=config.hash)
     return attrs
 
 
@@ -422,6 +412,19 @@ def environment(title: str, command: str | None = None) -> dict:
     }
 
 
+def cf_ready(ds):
+    """ds as CF wants it on disk: global Conventions and history (stamped now where the
+    dataset has none, e.g. a theory curve), int32 integer coordinates, and coordinates
+    without _FillValue (a coordinate has no missing values). A shallow copy."""
+    ds = ds.copy(deep=False)
+    ds.attrs = {**environment(str(ds.attrs.get("title", "sweep dataset"))), **ds.attrs}
+    ints = {name: ds[name].astype(int32(ds[name].values).dtype) for name in ds.coords
+            if ds[name].dtype.kind in "iu"}
+    ds = ds.assign_coords(ints)
+    encoding = {name: {"_FillValue": None} for name in ds.coords}
+    return ds, encoding
+
+
 def write_dataset(ds, path: str | Path) -> Path:
     """Write netCDF4 atomically (temporary file, then rename); StoreError names the file."""
     path = Path(path)
@@ -431,7 +434,8 @@ def write_dataset(ds, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
-        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4")
+        ds, encoding = cf_ready(ds)
+        ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         os.replace(tmp, path)
     except (OSError, RuntimeError) as err:  # netCDF4 reports HDF5 failures as RuntimeError
         reason = _reason(err) if isinstance(err, OSError) else str(err)

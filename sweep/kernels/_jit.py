@@ -26,3 +26,8 @@ jit_fast = numba.njit(**FAST_OPTIONS)
 # compiled in the process and another in the copy it caches (seen in fast.gram), and a
 # resumed run must give the bits of a clean one (tests/test_fast.py checks fresh vs cached).
 jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
+
+# Inlined into its callers by Numba itself, for a small helper called per token inside a loop:
+# an ordinary call passes each array with an atomic reference count up and down, which for a
+# few dozen flops costs more than the flops (groups.against_groups at n = 32).
+jit_inline = numba.njit(**OPTIONS, inline="always")

@@ -30,12 +30,16 @@ from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED, TILE
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import (
+    finish_outside,
     finish_upper,
     link_tile,
+    outside_tile,
+    outside_upper,
     stats_tile,
     stats_upper,
     summarize_forests,
 )
+from sweep.kernels.groups import groups_scratch, resolve
 from sweep.kernels.sphere import all_finite, axpy, normalize_rows
 
 
@@ -120,7 +124,8 @@ class Blocked:
         self.xt = np.empty((d, n), dtype=x.dtype)
         self.v = np.empty((n, d), dtype=x.dtype)
         self.ws = np.empty((5, n, d), dtype=x.dtype)
-        self.z, self.rows = np.empty(n), np.empty((n, 4))
+        self.z, self.rows = np.empty(n), np.empty((n, 6))
+        self.groups = groups_scratch(n, d)  # the resolved observables' (groups.py)
 
     def each_tile(self, fn, *args) -> None:
         """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
@@ -145,16 +150,35 @@ class Blocked:
         stats_tile(g, lo, self.beta, self.c, self.a[s], self.rows)
         self.close[s] += link_tile(g, lo, eps, self.forests[s])
 
+    def outside_share_tile(self, s: int, k: int, x: np.ndarray) -> None:
+        lo, hi = self.tiles[k]
+        g = self.gram_tile(s, k, x)
+        exp_rows(g, self.beta, self.c, self.z[lo:hi])
+        outside_tile(g, lo, self.groups.label, self.a[s], self.rows, self.groups.outside)
+
     def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False) -> None:
-        """out[:] = the observables of x (gramobs.py), row statistics and close pairs tile by
-        tile; the slots' forests are merged at the end (the same clusters for any split).
-        keep: ignored (no weights outlive their tile here; see Symmetric.observe)."""
+        """out[:] = the observables of x (gramobs.py, groups.py): row statistics and close
+        pairs tile by tile (gather), the forests merged (the same clusters for any split);
+        where groups exist, one more pass over the tiles for the weight outside each token's
+        cluster (outside). keep: see Symmetric.gather."""
         np.copyto(self.xt, x.T)
         self.forests[:] = np.arange(x.shape[0])
+        self.gather(x, eps, keep)
+        groups = summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta,
+                                   self.c, out, self.groups)
+        if groups > 0:
+            self.outside(x)
+        resolve(x, groups, self.groups, out)
+
+    def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
+        """Row statistics and forests of close pairs, tile by tile (keep: ignored, no weights
+        outlive their tile here)."""
         self.close[:] = 0
         self.each_tile(self.observe_tile, x, eps)
-        summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta, self.c,
-                          out)
+
+    def outside(self, x: np.ndarray) -> None:
+        """groups.outside of every row: the tiles' weights again (Blocked keeps none)."""
+        self.each_tile(self.outside_share_tile, x)
 
     def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
         np.copyto(self.xt, x.T)
@@ -182,9 +206,10 @@ class Symmetric(Blocked):
         V_I = W[I, I:] x[I:] + W[:I, I]^T x[:I],   z_I likewise from row and column sums,
     3 n^2 d flops per velocity instead of 4. Two phases, all weights then all products; a tile
     is computed whole by one thread in each, so the numbers do not depend on the threads.
-    A save (observe) computes the same upper blocks of G and, unless it is the job's last,
-    leaves their weights in w for the step that follows it. Memory: the n x n w
-    (kernel.job_bytes counts all of it) and a few n-vectors per tile for a save.
+    A save (observe) computes the same upper blocks of G, leaves their weights in w (for the
+    weight outside each cluster and, unless it is the job's last save, for the step that
+    follows it). Memory: the n x n w (kernel.job_bytes counts all of it) and a few
+    n-vectors per tile for a save.
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
@@ -195,6 +220,7 @@ class Symmetric(Blocked):
         # a save's statistics, per tile (gramobs.stats_upper): any thread may take any tile
         self.a = np.empty((tiles, n))
         self.cols, self.diag = np.empty((tiles, 4, n)), np.empty(n)
+        self.part = np.empty(n)  # a save's outside sums right of the diagonal blocks
         self.forests = np.empty((tiles, n), dtype=np.int64)
         self.close = np.zeros(tiles, dtype=np.int64)
         self.tile_map = pool.map if pool is not None and tiles > 1 else map
@@ -222,24 +248,29 @@ class Symmetric(Blocked):
         self.weights_of = None
         list(self.tile_map(lambda k: self.product_tile(k, x, out), tiles))
 
-    def observe_upper(self, k: int, x: np.ndarray, eps: float, keep: bool) -> None:
+    def observe_upper(self, k: int, x: np.ndarray, eps: float) -> None:
         lo, hi = self.tiles[k]
         np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
-        self.close[k] = stats_upper(self.w, lo, hi, self.beta, self.c, eps, keep, self.a[k],
+        self.close[k] = stats_upper(self.w, lo, hi, self.beta, self.c, eps, self.a[k],
                                     self.rows, self.cols[k], self.diag, self.forests[k])
 
-    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False) -> None:
-        """Blocked.observe from the Gram matrix's upper tile-blocks only: each pair's entry
-        counts for its row and its column (gramobs.stats_upper, finish_upper). keep: leave
-        x's weights in w, so the next velocity at x (the step after a save) reuses them."""
-        np.copyto(self.xt, x.T)
-        self.forests[:] = np.arange(x.shape[0])
-        list(self.tile_map(lambda k: self.observe_upper(k, x, eps, keep),
-                           range(len(self.tiles))))
+    def outside_upper_tile(self, k: int) -> None:
+        lo, hi = self.tiles[k]
+        outside_upper(self.w, lo, hi, self.groups.label, self.a[k], self.part, self.cols[k, 0])
+
+    def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
+        """Blocked.gather from the Gram matrix's upper tile-blocks only: each pair's entry
+        counts for its row and its column (gramobs.stats_upper, finish_upper). keep: the
+        weights left in w serve the next velocity at x (the step after a save)."""
+        list(self.tile_map(lambda k: self.observe_upper(k, x, eps), range(len(self.tiles))))
         self.weights_of = x if keep else None
         finish_upper(self.diag, TILE, self.cols, self.beta, self.c, self.rows)
-        summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta, self.c,
-                          out)
+
+    def outside(self, x: np.ndarray) -> None:
+        """groups.outside from the weights gather left in w (the statistics in cols are
+        spent: their first row holds each tile's column sums now)."""
+        list(self.tile_map(self.outside_upper_tile, range(len(self.tiles))))
+        finish_outside(TILE, self.cols, self.part, self.rows, self.groups.outside)
 
 
 @jit_fast

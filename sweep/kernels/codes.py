@@ -84,7 +84,17 @@ SERIES = {
     "n_clusters": ("number of clusters (components of the cosine > 1 - eps graph)", "1"),
     "largest_cluster": ("size of the largest cluster as a fraction of n", "1"),
     "energy": ("interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)", "1"),
-    "attention_entropy": ("mean Shannon entropy of the attention rows", "nat"),
+    # in nats; not units = "nat", which UDUNITS reads as nano-atmospheres
+    "attention_entropy": ("mean Shannon entropy of the attention rows, in nats", "1"),
+    # resolved by cluster (kernels/groups.py): clusters as above; a group is one of >= 2 tokens
+    "n_groups": ("number of clusters of at least 2 tokens (groups)", "1"),
+    "singleton_fraction": ("fraction of tokens in no group (clusters of one token)", "1"),
+    "overlap_gap": ("mean cosine over pairs within a group minus the largest mean cosine "
+                    "between two groups (NaN with fewer than 2 groups)", "1"),
+    "inter_attention": ("mean over tokens and heads of the attention weight on tokens "
+                        "outside the token's cluster", "1"),
+    "silhouette": ("mean silhouette of the tokens in groups, cosine distance 1 - <x_i, x_j>, "
+                   "groups only (NaN with fewer than 2 groups)", "1"),
 }
 OBSERVABLES = tuple(SERIES)
 # what a layer model records beside SERIES, over (axes..., layer)
@@ -95,6 +105,11 @@ LAYER_SERIES = {
 N_OBS = len(OBSERVABLES)
 CLUSTERED = OBSERVABLES.index("clustered_fraction")
 N_CLUSTERS = OBSERVABLES.index("n_clusters")
+ENERGY, ENTROPY = OBSERVABLES.index("energy"), OBSERVABLES.index("attention_entropy")
+# the cluster-resolved columns, in this order (groups.resolve fills them)
+N_GROUPS, SINGLETONS, OVERLAP_GAP, INTER_ATTENTION, SILHOUETTE = (
+    OBSERVABLES.index(k) for k in ("n_groups", "singleton_fraction", "overlap_gap",
+                                   "inter_attention", "silhouette"))
 
 # a job's status in a results file (`status`)
 STATUS_OK, STATUS_NONFINITE, STATUS_FAILED, STATUS_MISSING = 0, 1, 2, -1
@@ -103,6 +118,23 @@ STATUS_MEANINGS = {STATUS_OK: "ok", STATUS_NONFINITE: "non_finite", STATUS_FAILE
 SCALARS = {
     "t_cluster": ("first recorded time with clustered_fraction >= 1/2 (NaN if never)", "1"),
     "max_clusters": ("maximum of n_clusters over saved times t > 0", "1"),
-    "status": ("job status: 0 ok, 1 non-finite values, 2 failed, -1 missing", "1"),
+    "status": ("job status (flag_values, flag_meanings)", "1"),
     "wall_seconds": ("wall-clock time spent on the job", "s"),
 }
+
+# where each variable can lie (a band drawn around a seed mean is clipped to it); "n": the
+# token count of the run, "log n": its logarithm
+RANGES = {"order_parameter": (0.0, 1.0), "mean_cosine": (-1.0, 1.0), "min_cosine": (-1.0, 1.0),
+          "clustered_fraction": (0.0, 1.0), "n_clusters": (1.0, "n"),
+          "largest_cluster": (0.0, 1.0), "attention_entropy": (0.0, "log n"),
+          "max_clusters": (1.0, "n"), "t_cluster": (0.0, None)}
+
+# the long names of the coordinates of grid axes (other axes are named by their key)
+TIME_NAME = "dimensionless time"
+LAYER_NAME = "layer (0 = the input, l = after block l)"
+AXIS_NAMES = {"beta": "inverse temperature beta", "d": "dimension d", "n": "number of tokens n",
+              "heads": "number of heads", "head_beta": "inverse temperature of each head",
+              "seed": "random seed", "noise": "diffusion constant D", "dt": "time step dt",
+              "overlap": "initial pairwise cosine", "attention": "attention model",
+              "qk": "score matrix Q^T K", "v": "value matrix V", "mask": "attention mask",
+              "cluster_eps": "cluster threshold eps", "dtype": "floating-point type"}

@@ -1,6 +1,6 @@
 """The OBSERVABLES from a Gram matrix G = x x^T, for the fast paths (rows.py, blocked.py).
 
-Three ways in, one set of per-row sums out (rows: [n, 4], then finish):
+Three ways in, one set of per-row sums out (rows: [n, 6], then finish):
   rows.py holds G and W whole and sums down their columns (column_sums: both symmetric);
   blocked.Blocked never holds G whole: it passes row tiles of it (stats_tile, link_tile), so
     every per-row and per-pair quantity is a function of one row of G at a time;
@@ -13,21 +13,27 @@ libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row maximu
 sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
   energy  E_beta = exp(beta c) sum_ij w_ij / (2 beta n^2)     (sum_ij g_ij / (2 n^2) at beta = 0)
   entropy H_i = -sum_j p_ij log p_ij = log z_i - beta sum_j w_ij (g_ij - c) / z_i,  p = w / z.
+The resolved columns are groups.py's; the share of row i's weight outside its cluster is
+1 - w_ii / z_i while i is alone, so a save without groups needs no more than the sums above,
+and with groups one more pass over the weights (outside_columns, outside_tile,
+outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation however small).
 """
 
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.expfast import exp1
+from sweep.kernels.groups import label_clusters, resolve
 from sweep.kernels.summary import find, pair_columns, union
 
-# columns of the per-row statistics array rows: [n, 4]
-ROW_E, ROW_H, ROW_COS, ROW_MIN = 0, 1, 2, 3
+# columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
+ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
 
 
 @jit_fast
 def row_stats(g, i, beta, c, a, rows):
-    """rows[i] = (sum_j exp(beta g_ij) / exp(beta c), H_i, sum_{j!=i} g_ij, min_{j!=i} g_ij).
+    """rows[i] = (sum_j exp(beta g_ij) / exp(beta c), H_i, sum_{j!=i} g_ij, min_{j!=i} g_ij,
+    z_i, w_ii).
 
     g: [n] the row g_i. of the Gram matrix; a: [n] float64 scratch.
     """
@@ -45,18 +51,20 @@ def row_sums(g, w, i, beta, c, rows):
         s += w[j] * (g[j] - c)
         cos += g[j]
         mn = min(mn, g[j] if j != i else np.inf)
-    put_row(rows, i, beta, z, s, cos, cos - g[i], mn)
+    put_row(rows, i, beta, z, s, cos, cos - g[i], mn, w[i])
 
 
 @jit_fma
-def put_row(rows, i, beta, z, t, cos, cos_off, mn):
+def put_row(rows, i, beta, z, t, cos, cos_off, mn, w_self):
     """rows[i] from row i's sums: z = sum_j w_ij, t = sum_j w_ij (g_ij - c), cos = sum_j g_ij
-    and cos_off the same without j = i, mn = min_{j != i} g_ij (the one place that turns the
-    sums into ROW_E, ROW_H, ROW_COS, ROW_MIN, for all three ways in)."""
+    and cos_off the same without j = i, mn = min_{j != i} g_ij, w_self = w_ii (the one place
+    that turns the sums into the ROW_ columns, for all three ways in)."""
     rows[i, ROW_E] = z if beta > 0.0 else cos
     rows[i, ROW_H] = np.log(z) - beta * t / z
     rows[i, ROW_COS] = cos_off
     rows[i, ROW_MIN] = mn
+    rows[i, ROW_Z] = z
+    rows[i, ROW_SELF] = w_self
 
 
 @jit_fast
@@ -96,7 +104,7 @@ def merge_forests(forests):
 
 @jit_fast
 def finish(x, rows, close, parent, beta, c, out):
-    """Fill out[:] (OBSERVABLES order) from the per-row sums and the union-find forest."""
+    """Fill out[:8] (OBSERVABLES order) from the per-row sums and the union-find forest."""
     n = x.shape[0]
     e_sum, h_sum, cos_sum, cos_min = 0.0, 0.0, 0.0, np.inf
     for i in range(n):
@@ -119,27 +127,61 @@ def stats_tile(tile, lo, beta, c, a, rows):
 
 
 @jit_fast
-def summarize(x, gram, beta, c, eps, out, rows):
-    """out[:] from the per-row statistics and the clusters of gram; serial."""
-    parent = np.empty(x.shape[0], dtype=np.int64)
-    finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
-
-
-@jit_fast
-def summarize_forests(x, rows, close, forests, beta, c, out):
-    """summarize from per-row statistics and forests of close pairs built tile by tile
-    (blocked.py): close, the number of ordered close pairs; forests: [k, n] int64."""
+def summarize_forests(x, rows, close, forests, beta, c, out, grp):
+    """out[:8] from per-row statistics and forests of close pairs built tile by tile
+    (blocked.py): close, the number of ordered close pairs; forests: [k, n] int64. Then
+    forests[0] holds the clusters: returns their groups, as label_alone."""
     merge_forests(forests)
     finish(x, rows, close, forests[0], beta, c, out)
+    return label_alone(forests[0], rows, grp)
 
 
 @jit_fast
-def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc):
+def label_alone(parent, rows, grp):
+    """groups.label_clusters, and grp.outside[i] = 1 - w_ii / z_i, the share of row i's weight
+    outside its cluster while i is alone; returns the number of groups."""
+    for i in range(rows.shape[0]):
+        grp.outside[i] = (rows[i, ROW_Z] - rows[i, ROW_SELF]) / rows[i, ROW_Z]
+    return label_clusters(parent, grp)
+
+
+@jit_fast
+def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
     """out[:] = the observables of x: [n, d] given gram = x x^T and its weights
-    w = exp(beta (gram - c)), both [n, n]; serial. rows: [n, 4], acc: [4, n] float64
-    scratch."""
+    w = exp(beta (gram - c)), both [n, n]; serial. rows: [n, 6], acc: [4, n] float64, parent:
+    [n] int64 and grp (groups.Groups) scratch."""
     column_sums(gram, w, beta, c, acc, rows)
-    summarize(x, gram, beta, c, eps, out, rows)
+    finish(x, rows, link_close_pairs(gram, eps, parent), parent, beta, c, out)
+    groups = label_alone(parent, rows, grp)
+    if groups > 0:
+        outside_columns(w, grp.label, acc[0], rows, grp.outside)
+    resolve(x, groups, grp, out)
+
+
+@jit_fma
+def outside_columns(w, label, o, rows, outside):
+    """outside[i] = sum_{j: label_j != label_i} w_ij / z_i for every row, down the columns of
+    the symmetric w: [n, n] as column_sums (vectorised, each sum in the order j = 0, 1, ...).
+    o: [n] scratch."""
+    n = w.shape[0]
+    o[:] = 0.0
+    for j in range(n):
+        wj, lj = w[j], label[j]
+        for i in range(n):
+            o[i] += wj[i] * (label[i] != lj)
+    for i in range(n):
+        outside[i] = o[i] / rows[i, ROW_Z]
+
+
+@jit_fma
+def outside_tile(tile, lo, label, a, rows, outside):
+    """outside[i] = sum_{j: label_j != label_i} w_ij / z_i for the rows i = lo + r of a tile of
+    weights, tile: [rows, n] (blocked.Blocked); a: [n] float64 scratch."""
+    for r in range(tile.shape[0]):
+        w, li = tile[r], label[lo + r]
+        for j in range(w.shape[0]):
+            a[j] = w[j] * (label[j] != li)
+        outside[lo + r] = tail_sum(a, 0) / rows[lo + r, ROW_Z]
 
 
 @jit_fma
@@ -165,11 +207,11 @@ def column_sums(g, w, beta, c, acc, rows):
         for i in range(j + 1, n):
             mn[i] = min(mn[i], gj[i])
     for i in range(n):
-        put_row(rows, i, beta, z[i], t[i], s[i], s[i] - g[i, i], mn[i])
+        put_row(rows, i, beta, z[i], t[i], s[i], s[i] - g[i, i], mn[i], w[i, i])
 
 
 @jit_fma
-def stats_upper(w, lo, hi, beta, c, eps, keep, a, rows, cols, diag, parent):
+def stats_upper(w, lo, hi, beta, c, eps, a, rows, cols, diag, parent):
     """One row tile's share of the row statistics, from the Gram matrix's blocks on and right
     of the diagonal only (blocked.Symmetric's upper half): w[lo:hi, lo:] holds g_ij for the rows
     i of the tile and the columns j >= lo. Each pair i != j is stored once and counts for both
@@ -179,10 +221,11 @@ def stats_upper(w, lo, hi, beta, c, eps, keep, a, rows, cols, diag, parent):
                    of cos and min,
     with z = sum w, t = sum w (g - c), cos = sum g, w = exp(beta (g - c)); diag[i] = g_ii.
     finish_upper adds them up. Links the pairs i < j with g_ij > 1 - eps into the forest parent
-    and returns their number, counted as ordered pairs. keep: leave the weights w in place of
-    g (to the bit as blocked.exp_block computes them), so the step after a save skips its own
-    Gram products and exponentials. a: [n] float64 scratch. Contraction only: the sums have a
-    fixed order, and those down columns vectorise without reassociation."""
+    and returns their number, counted as ordered pairs. Leaves the weights w in place of g (to
+    the bit as blocked.exp_block computes them), for outside_upper and for the step after a
+    save, which then skips its own Gram products and exponentials; rows[i, ROW_SELF] = w_ii.
+    a: [n] float64 scratch. Contraction only: the sums have a fixed order, and those down
+    columns vectorise without reassociation."""
     cols[0, lo:] = 0.0
     cols[1, lo:] = 0.0
     cols[2, lo:] = 0.0
@@ -207,14 +250,13 @@ def stats_upper(w, lo, hi, beta, c, eps, keep, a, rows, cols, diag, parent):
         for j in range(r + 1, m):
             cm[j] = min(cm[j], g[j])
         rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3] = row_tail(g, a, c, right)
-        diag[i] = g[r]
+        diag[i], rows[i, ROW_SELF] = g[r], a[r]
         for j in range(r + 1, m):
             if g[j] > 1.0 - eps:
                 close += 2
                 union(parent, i, lo + j)
-        if keep:
-            for j in range(m):
-                g[j] = a[j]
+        for j in range(m):
+            g[j] = a[j]
     return close
 
 
@@ -259,4 +301,49 @@ def finish_upper(diag, tile, cols, beta, c, rows):
             t += cols[k, 1, i]
             s += cols[k, 2, i]
             mn = min(mn, cols[k, 3, i])
-        put_row(rows, i, beta, z, t, s + diag[i], s, mn)
+        put_row(rows, i, beta, z, t, s + diag[i], s, mn, rows[i, ROW_SELF])
+
+
+@jit_fma
+def tail_sum(a, start):
+    """sum_{j >= start} a_j in four interleaved partial sums (a fixed order, as row_tail)."""
+    m = a.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    j = start
+    while j + 4 <= m:
+        s0, s1, s2, s3 = s0 + a[j], s1 + a[j + 1], s2 + a[j + 2], s3 + a[j + 3]
+        j += 4
+    s = (s0 + s1) + (s2 + s3)
+    for k in range(j, m):
+        s += a[k]
+    return s
+
+
+@jit_fma
+def outside_upper(w, lo, hi, label, a, part, col):
+    """One row tile's share of the weight outside each row's cluster, from the weights that
+    stats_upper left in the blocks on and right of the diagonal, w[lo:hi, lo:]: part[i] =
+    sum over j >= hi of row i (i in the tile), col[j] = the sum down column j >= lo over the
+    tile's rows, each term w_ij with label_j != label_i. finish_outside adds them up, as
+    finish_upper. a: [n] float64 scratch."""
+    col[lo:] = 0.0
+    co, lab, right = col[lo:], label[lo:], hi - lo
+    for i in range(lo, hi):
+        g, li = w[i, lo:], label[i]
+        for j in range(g.shape[0]):
+            a[j] = g[j] * (lab[j] != li)
+        for j in range(g.shape[0]):
+            co[j] += a[j]
+        part[i] = tail_sum(a[:g.shape[0]], right)
+
+
+@jit_fma
+def finish_outside(tile, cols, part, rows, outside):
+    """outside[i] = (part[i] + col[i] of tiles 0, 1, ... up to i's own) / z_i, in that order;
+    cols: [tiles, 4, n], whose cols[k, 0] is outside_upper's col of tile k (passed whole: a
+    view of one slice is contiguous or not by the number of tiles, two Numba types)."""
+    for i in range(rows.shape[0]):
+        o = part[i]
+        for k in range(i // tile + 1):
+            o += cols[k, 0, i]
+        outside[i] = o / rows[i, ROW_Z]

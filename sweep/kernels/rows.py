@@ -15,6 +15,7 @@ from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
+from sweep.kernels.groups import groups_scratch
 from sweep.kernels.sphere import all_finite, axpy
 
 
@@ -214,7 +215,8 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     c = 1.0 if softmax else 0.0
     xt, ws = np.empty((d, n)), np.empty((5, d, n))
     z, e = np.empty((2, n)), np.empty((n, n))
-    g, rows, acc = np.empty((n, n)), np.empty((n, 4)), np.empty((4, n))
+    g, rows, acc = np.empty((n, n)), np.empty((n, 6)), np.empty((4, n))
+    parent, grp = np.empty(n, dtype=np.int64), groups_scratch(n, d)
     single = x.itemsize == 4  # float32: round the state back after every step
     _load(x, xt)
     for s in range(obs.shape[0]):
@@ -231,7 +233,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
             return NONFINITE, s
         gram(xt, g, 1.0, 0.0)
         weights(g, e, beta, c)
-        observe_weighted(x, g, e, beta, c, eps, obs[s], rows, acc)
+        observe_weighted(x, g, e, beta, c, eps, obs[s], rows, acc, parent, grp)
         if traj.shape[0] > 0:
             traj[s] = x
         if stop[0] != 0:

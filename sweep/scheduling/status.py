@@ -98,3 +98,18 @@ def array_spec(shards: list[int]) -> str:
         else:
             runs.append([s, s])
     return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def merged_state(path: Path, config_hash: str) -> str:
+    """One line on the merged dataset at `path`: not written yet, or which config it holds."""
+    if not path.is_file():
+        return f"merged dataset: {path} not written yet (sweep merge writes it)"
+    try:
+        import netCDF4
+
+        with netCDF4.Dataset(path) as ds:
+            found = getattr(ds, "sweep_config_hash", None)
+    except OSError as err:
+        return f"merged dataset: {path} is not readable ({err})"
+    same = "this config" if found == config_hash else f"another config (hash {found})"
+    return f"merged dataset: {path}, of {same}"

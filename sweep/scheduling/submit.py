@@ -206,7 +206,8 @@ def merge_script(plan: Plan) -> str:
     """The merge script; submitted with the scheduler's `depend` options on the array."""
     s = plan.scheduler
     return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"sweep-{plan.name}-merge",
-                   [], plan.sweep("merge", "--out", str(plan.output)), run="exec {cmd}")
+                   [], plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"),
+                   run="exec {cmd}")
 
 
 def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],

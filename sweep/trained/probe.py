@@ -7,7 +7,8 @@ simulation records with (`energy` and `attention_entropy` therefore mean identit
 at the given beta on these positions, as in an identity-matrix simulation). Because trained
 tokens rarely reach cosine 1 - 1e-3, the dataset adds observables that still speak: clusters
 at a looser cosine threshold, the variance share of the first principal component, the
-model's own attention entropy and the raw token norm.
+model's own attention entropy and the raw token norm. `project`: every cluster observable
+again on each layer's tokens projected on their top principal components (`projected_`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
+from sweep.core.config import ConfigError
 from sweep.core.store import environment
 from sweep.errors import StoreError
-from sweep.kernels.codes import N_OBS, SERIES
+from sweep.kernels.codes import N_GROUPS, N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.general.observables import observe
@@ -43,6 +45,13 @@ EXTRA = {
 }
 _COARSE = {"coarse_clustered_fraction": "clustered_fraction",
            "coarse_n_clusters": "n_clusters", "coarse_largest_cluster": "largest_cluster"}
+# the cluster-resolved observables at cosine_threshold too: trained tokens seldom form a group
+# at 1 - cluster_eps, so without these every one of them would read "no group"
+_COARSE.update({f"coarse_{name}": name for name in NAMES[N_GROUPS:]})
+EXTRA.update({f"coarse_{name}": (f"{SERIES[name][0]}, clusters at cosine > cosine_threshold",
+                                 SERIES[name][1]) for name in NAMES[N_GROUPS:]})
+# the names that --project K measures again on the projected tokens
+CLUSTER_NAMES = NAMES + tuple(_COARSE)
 
 
 def unit(h: np.ndarray) -> np.ndarray:
@@ -73,16 +82,54 @@ def attention_entropy(w: np.ndarray) -> float:
     return float(terms.sum(axis=-1).mean())
 
 
-def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
-                 threshold: float = 0.9) -> dict[str, np.ndarray]:
-    """name -> [layers + 1] values: the observables of docs/results.md (eps = cluster_eps)
-    and EXTRA."""
-    x = unit(trace.hidden)
+def principal(x: np.ndarray, k: int) -> np.ndarray:
+    """[n, k] unit tokens: x: [n, d] centred, its coordinates on its top k principal axes,
+    renormalised onto S^{k-1}.
+
+    Centred, because a trained model's tokens share a common direction (a positive mean
+    cosine in every layer) that would otherwise take the leading component and raise every
+    cosine alike; renormalised, because every observable is one of unit tokens (cosines,
+    clusters at 1 - eps, identity attention at beta). A token at the mean has no direction (NaN).
+    """
+    centred = x - x.mean(axis=0)
+    axes = np.linalg.svd(centred, full_matrices=False)[2][:k]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return unit(centred @ axes.T)
+
+
+def cluster_series(x: np.ndarray, beta: float, cluster_eps: float,
+                   threshold: float) -> dict[str, np.ndarray]:
+    """name -> [layers] values of CLUSTER_NAMES for unit tokens x: [layers, n, d]."""
     fine = np.array([observables(xl, beta, cluster_eps) for xl in x])
     coarse = np.array([observables(xl, beta, 1.0 - threshold) for xl in x])
     series = {name: fine[:, k] for k, name in enumerate(NAMES)}
     for name, base in _COARSE.items():
         series[name] = coarse[:, NAMES.index(base)]
+    return series
+
+
+def projected_meta(k: int) -> dict[str, tuple[str, str]]:
+    """(long_name, units) of the projected_ variables of `--project k`."""
+    meta = {**SERIES, **EXTRA}
+    return {f"projected_{name}": (f"{meta[name][0]}, of the tokens projected on their top {k} "
+                                  "principal components (centred, renormalised)", meta[name][1])
+            for name in CLUSTER_NAMES}
+
+
+def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
+                 threshold: float = 0.9, project: int | None = None) -> dict[str, np.ndarray]:
+    """name -> [layers + 1] values: the observables of docs/results.md (eps = cluster_eps) and
+    EXTRA, and with project = K the cluster observables of the tokens on their top K
+    principal axes."""
+    x = unit(trace.hidden)
+    series = cluster_series(x, beta, cluster_eps, threshold)
+    if project is not None:
+        if not 1 <= project <= x.shape[-1]:
+            raise ConfigError(f"--project {project}: the number of principal components "
+                              f"must be between 1 and the model's d = {x.shape[-1]}")
+        flat = np.array([principal(xl, project) for xl in x])
+        series.update({f"projected_{name}": values for name, values in
+                       cluster_series(flat, beta, cluster_eps, threshold).items()})
     series["pc1_share"] = np.array([pc1_share(xl) for xl in x])
     series["token_norm"] = np.linalg.norm(trace.hidden, axis=-1).mean(axis=-1)
     entropy = [math.nan] + [attention_entropy(w) for w in trace.attention]
@@ -91,19 +138,23 @@ def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
 
 
 def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
-          threshold: float = 0.9, source: str = "", command: str | None = None):
+          threshold: float = 0.9, source: str = "", command: str | None = None,
+          project: int | None = None):
     """The dataset over `layer` (0 = embeddings, 1..L) for one text: every token the model
-    sees, [CLS] and [SEP] included, nothing truncated."""
+    sees, [CLS] and [SEP] included, nothing truncated. project: K, see layer_series (the
+    dataset then has the attribute project = K)."""
     import xarray as xr
 
     trace = forward(bert, bert.tokenizer.encode(text))
-    series = layer_series(trace, beta, cluster_eps, threshold)
-    meta = {**SERIES, **EXTRA}
+    series = layer_series(trace, beta, cluster_eps, threshold, project)
+    meta = {**SERIES, **EXTRA, **(projected_meta(project) if project is not None else {})}
     data = {name: ("layer", values, {"long_name": meta[name][0], "units": meta[name][1]})
             for name, values in series.items()}
     layer = np.arange(trace.hidden.shape[0])
     coords = {"layer": ("layer", layer, {"long_name": "layer (0 = embeddings)", "units": "1"})}
     ds = xr.Dataset(data, coords=coords)
+    if project is not None:
+        ds.attrs["project"] = int(project)
     ds.attrs.update(environment(f"probe {bert.name}: {Path(source).name or 'a text'}", command))
     ds.attrs.update(model=bert.name, text=source, n_tokens=int(trace.ids.size), d=bert.d,
                     heads=bert.heads, beta=float(beta), cluster_eps=float(cluster_eps),

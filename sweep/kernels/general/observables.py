@@ -2,14 +2,17 @@
 
 Column order of `observe`'s output is `kernels.codes.OBSERVABLES`. Pair quantities run over
 i != j; with n = 1 they are NaN (there are no pairs) and the single token is one cluster.
+x may be any [n, d] state (a layer model's too): nothing here depends on how it was reached.
 """
 
 import numpy as np
 
 from sweep.kernels._jit import jit
+from sweep.kernels.codes import ENERGY, ENTROPY
 from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
+from sweep.kernels.groups import label_clusters, resolve
 from sweep.kernels.sphere import dot
-from sweep.kernels.summary import find, pair_columns
+from sweep.kernels.summary import pair_columns, union
 
 
 @jit
@@ -39,23 +42,58 @@ def entropy_row(w):
 
 
 @jit
-def head_terms(x, i, g, keys, dyn, e_sum, h_sum, s, cols, sh):
-    """Add row i's energy and entropy terms of every head to e_sum[h], h_sum[h].
+def outside_share(s, cols, m, label, i):
+    """The share of row i's weights s[:m] (on partners cols[:m]) that falls on tokens j with
+    label[j] != label[i]; 0 for a row with no weight."""
+    z, o = 0.0, 0.0
+    for c in range(m):
+        z += s[c]
+        if label[cols[c]] != label[i]:
+            o += s[c]
+    return o / z if z > 0.0 else 0.0
 
-    g: [n] cosines of row i; keys: head inputs (see attention.head_inputs); sh: [n] float64.
-    Energy uses all pairs with the head's score matrix; entropy the model's masked weights.
+
+@jit
+def head_row(x, i, keys, dyn, h, work):
+    """Head h's weights of row i into work.w[:m] on partners work.cols[:m]; returns m."""
+    kh = keys[min(h, keys.shape[0] - 1)]
+    return row_weights(x[i], i, kh, dyn, dyn.betas[h], work.w, work.cols)
+
+
+@jit
+def head_terms(x, i, keys, dyn, work):
+    """Add row i's energy and entropy terms of every head to work.sums[0, h], work.sums[1, h],
+    and set work.groups.outside[i] to the mean over heads of the share of its weights off
+    the tokens labelled as i (work.groups.label).
+
+    work.g: [n] cosines of row i; keys: head inputs (see attention.head_inputs). Energy uses
+    all pairs with the head's score matrix; entropy the model's masked weights.
     """
-    n = x.shape[0]
+    n, sums, sh, grp = x.shape[0], work.sums, work.sh, work.groups
+    share = 0.0
     for h in range(dyn.betas.shape[0]):
-        kh = keys[min(h, keys.shape[0] - 1)]
         if dyn.identity:
-            e_sum[h] += energy_row_sum(g, dyn.betas[h])
+            sums[0, h] += energy_row_sum(work.g, dyn.betas[h])
         else:
+            kh = keys[min(h, keys.shape[0] - 1)]
             for j in range(n):
                 sh[j] = dot(x[i], kh[j])
-            e_sum[h] += energy_row_sum(sh, dyn.betas[h])
-        m = row_weights(x[i], i, kh, dyn, dyn.betas[h], s, cols)
-        h_sum[h] += entropy_row(s[:m])
+            sums[0, h] += energy_row_sum(sh, dyn.betas[h])
+        m = head_row(x, i, keys, dyn, h, work)
+        sums[1, h] += entropy_row(work.w[:m])
+        share += (outside_share(work.w, work.cols, m, grp.label, i) - share) / (h + 1)
+    grp.outside[i] = share
+
+
+@jit
+def outside_row(x, i, keys, dyn, work):
+    """Mean over heads of the share of row i's weights outside its cluster (work.groups.label
+    holding the clusters' roots); a running mean, as head_mean."""
+    share = 0.0
+    for h in range(dyn.betas.shape[0]):
+        m = head_row(x, i, keys, dyn, h, work)
+        share += (outside_share(work.w, work.cols, m, work.groups.label, i) - share) / (h + 1)
+    return share
 
 
 @jit
@@ -77,18 +115,22 @@ def observe(x, dyn, eps, out, work):
     Clusters are connected components of the graph with edges <x_i, x_j> > 1 - eps.
     Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
     s_ij = <x_i, M_h x_j>; entropy: the mean over heads and rows of the Shannon entropy of
-    the model's (row-normalised, masked) attention weights.
+    the model's (row-normalised, masked) attention weights; the resolved columns as
+    groups.py, inter_attention with these weights. The clusters are known only after every
+    pair: the first pass takes each token as alone (the weight off itself), and a second
+    pass over the tokens in groups, if any, replaces theirs.
     """
     n = x.shape[0]
     keys = head_inputs(x, dyn.qk, dyn.identity, work.keys)
-    g, parent, sums = work.g, work.parent, work.sums
+    g, parent, sums, grp = work.g, work.parent, work.sums, work.groups
     sums[:] = 0.0
     for i in range(n):
         parent[i] = i
+        grp.label[i] = i
     cos_sum, cos_min, close = 0.0, np.inf, 0
     for i in range(n):
         scores_row(x, i, g)
-        head_terms(x, i, g, keys, dyn, sums[0], sums[1], work.w, work.cols, work.sh)
+        head_terms(x, i, keys, dyn, work)
         for j in range(n):
             if j == i:
                 continue
@@ -96,8 +138,11 @@ def observe(x, dyn, eps, out, work):
             cos_min = min(cos_min, g[j])
             if g[j] > 1.0 - eps:
                 close += 1
-                a, b = find(parent, i), find(parent, j)
-                if a != b:
-                    parent[max(a, b)] = min(a, b)
+                union(parent, i, j)
     pair_columns(x, cos_sum, cos_min, close, parent, work.size, out)
-    out[6], out[7] = head_mean(sums, dyn.betas, n)
+    out[ENERGY], out[ENTROPY] = head_mean(sums, dyn.betas, n)
+    groups = label_clusters(parent, grp)
+    for i in range(n if groups > 0 else 0):
+        if grp.gid[i] >= 0:
+            grp.outside[i] = outside_row(x, i, keys, dyn, work)
+    resolve(x, groups, grp, out)

@@ -7,7 +7,8 @@ weights), keys and values [h, n, d] (x's dtype, rows M_h x_j; [0, n, d] when eve
 the identity, as x itself then serves), g, sh [n] float64 (one row's cosines and head
 scores), parent, size [n] int64 (cluster forest), cols [n] int64 (one row's partners),
 acc, xi [d] float64 (one head's sum, one token's noise), sums [2, h] float64 (energy and
-entropy row sums per head).
+entropy row sums per head), groups (the cluster-resolved observables' scratch,
+groups.Groups).
 """
 
 from typing import NamedTuple
@@ -15,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels._jit import jit
+from sweep.kernels.groups import Groups, groups_scratch
 
 
 class Work(NamedTuple):
@@ -30,6 +32,7 @@ class Work(NamedTuple):
     acc: np.ndarray
     xi: np.ndarray
     sums: np.ndarray
+    groups: Groups
 
 
 @jit
@@ -43,4 +46,5 @@ def workspace(x, dyn):
                 np.empty(n, dtype=np.float64), np.empty(n, dtype=np.float64),
                 np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                 np.empty(n, dtype=np.int64), np.empty(d, dtype=np.float64),
-                np.empty(d, dtype=np.float64), np.empty((2, heads), dtype=np.float64))
+                np.empty(d, dtype=np.float64), np.empty((2, heads), dtype=np.float64),
+                groups_scratch(n, d))

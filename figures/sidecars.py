@@ -1,0 +1,272 @@
+"""The numbers of the committed figures, and the prose that quotes them.
+
+    python figures/sidecars.py compare figures OTHER   # OTHER's sidecars equal the committed
+    python figures/sidecars.py prose FILE...           # rewrite the generated blocks of FILEs
+    python figures/sidecars.py prose --check FILE...   # exit 1 if a block is stale
+
+Every figure in figures/ has a sidecar (NAME.json, written by `sweep plot --numbers` in the
+same make rule; NAME.*.txt for quoted console output). README.md and docs/ quote run
+numbers only inside blocks
+
+    <!-- sidecar: RENDERER -->
+    ...generated text...
+    <!-- /sidecar -->
+
+whose text RENDERER (below) makes from the sidecars. `make figures` rewrites the blocks;
+`make check-figures` regenerates the sidecars from the code and compares both.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BLOCK = re.compile(r"(<!-- sidecar: ([\w-]+) -->\n)(.*?)(<!-- /sidecar -->)", re.S)
+UNCHECKED = ("trained-vs-random.json",)  # needs the trained model and ~10 minutes
+
+
+def load(name: str) -> dict:
+    return json.loads((HERE / name).read_text())
+
+
+def panels(name: str) -> dict:
+    """{panel title: panel} of a sidecar."""
+    return {p["panel"]: p for p in load(name)["panels"]}
+
+
+# ---------------------------------------------------------------- compare
+
+def compare(committed: Path, fresh: Path) -> list[str]:
+    """Where the regenerated sidecars differ from the committed ones (exact: the runs are
+    deterministic, and sidecars hold no wall-clock time)."""
+    problems = []
+    made = sorted(p.name for p in fresh.iterdir() if p.suffix in (".json", ".txt"))
+    if not made:
+        return [f"{fresh}: no sidecars were regenerated"]
+    for name in made:
+        mine = committed / name
+        if not mine.is_file():
+            problems.append(f"{mine}: not committed (run make figures)")
+            continue
+        a, b = mine.read_text(), (fresh / name).read_text()
+        if name.endswith(".json"):
+            a, b = json.loads(a), json.loads(b)
+        if a != b:
+            problems.append(f"{mine}: differs from the code's numbers ({first_difference(a, b)})"
+                            "; run make figures and commit")
+    for mine in sorted(committed.glob("*.json")):
+        if mine.name not in made and mine.name not in UNCHECKED:
+            problems.append(f"{mine}: no rule regenerates it")
+    return problems
+
+
+def first_difference(a, b, where: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in a.keys() | b.keys():
+            if a.get(key) != b.get(key):
+                return first_difference(a.get(key), b.get(key), f"{where}.{key}")
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return first_difference(x, y, f"{where}[{k}]")
+    if isinstance(a, str) and isinstance(b, str):
+        lines = [(x, y) for x, y in zip(a.splitlines(), b.splitlines()) if x != y]
+        return f"{lines[0][0]!r} now {lines[0][1]!r}" if lines else "line count"
+    return f"{where or 'value'}: {a!r} now {b!r}"
+
+
+# ---------------------------------------------------------------- prose
+
+def pct(x: float) -> str:
+    return f"{100 * abs(x):.1f}%"
+
+
+def deviation_range(panel: dict, low: float = -1e9, high: float = 1e9) -> tuple:
+    devs = [r["deviation"] for r in panel.get("deviation", [])
+            if r["deviation"] is not None and low <= r["beta"] <= high]
+    return min(devs), max(devs)
+
+
+def side(devs: tuple) -> str:
+    """Where the measured boundary lies relative to the ODE's, in words."""
+    lo, hi = devs
+    if lo > 0:
+        return f"later than the ODE's at every beta (by {pct(lo)} to {pct(hi)})"
+    if hi < 0:
+        return f"earlier than the ODE's at every beta (by {pct(hi)} to {pct(lo)})"
+    return f"within {pct(max(abs(lo), abs(hi)))} of the ODE's, on both sides of it"
+
+
+def within(devs: tuple) -> str:
+    return pct(max(map(abs, devs)))
+
+
+def last_crossing(panel: dict) -> float:
+    return max(r["beta"] for r in panel["threshold"] if r["threshold"] is not None)
+
+
+def demo_console() -> str:
+    plan = "\n".join(line.rstrip() for line in (HERE / "demo.plan.txt").read_text().splitlines())
+    jobs = re.search(r"(\d+) job\(s\)", plan).group(1)
+    runs = load("demo.json")["runs"]
+    table = (HERE / "demo.threshold.txt").read_text().rstrip()
+    plan = plan.strip("\n")
+    return f"""```console
+$ sweep plan configs/demo.yaml
+{plan}
+
+$ sweep run configs/demo.yaml
+demo ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ {jobs}/{jobs} ...
+{jobs} job(s) run in ... s (... jobs/s), 0 skipped, {runs.get('failed', 0)} failed, \
+{runs.get('non_finite', 0)} non-finite; parts in results/demo.parts
+results: results/demo.nc
+
+$ sweep threshold results/demo.nc --var clustered_fraction --along time --level 0.5 \\
+      -o results/demo.threshold.nc
+  ...
+{table}
+threshold: results/demo.threshold.nc
+
+$ sweep theory equiangular --n 32 --model softmax --eps 1e-3 --beta 0 9.5 191 \\
+      --t-max 30 --save-every 0.25 -o results/theory-equiangular-n32.nc
+$ sweep plot results/demo.nc --var clustered_fraction --x beta --y time \\
+      --threshold results/demo.threshold.nc --theory results/theory-equiangular-n32.nc \\
+      -o figures/demo.png --numbers figures/demo.json
+figure: figures/demo.png
+numbers: figures/demo.json
+```
+"""
+
+
+def demo_prose() -> str:
+    p = panels("demo.json")
+    low, high = p["d = 3"], p["d = 32"]
+    start = {k: v["threshold"][0]["threshold"] for k, v in p.items()}
+    seeds = load("demo.json")["seeds"]
+    return wrap(f"The colour is the fraction of token pairs with cosine above 1 - 10^-3, "
+                f"averaged over the {seeds} seeds. The white curve is the time at which the "
+                f"seed mean reaches one half (95% bootstrap interval over the seeds), the dashed "
+                f"red curve where the equiangular ODE of docs/theory.md reaches rho = 1 - 10^-3. "
+                f"At beta = 0 half of the pairs have merged by t = {start['d = 3']:.3g} (d = 3) "
+                f"and {start['d = 32']:.3g} (d = 32); the merger time grows steeply with beta, and "
+                f"past beta = {last_crossing(low):g} (d = 3) and {last_crossing(high):g} "
+                f"(d = 32) the seed mean does not reach one half by t = 30. In d = 32 the "
+                f"measured boundary follows the ODE's, the d -> infinity prediction of arXiv "
+                f"2312.10794: within {within(deviation_range(high, 0, 5))} for beta <= 5, "
+                f"{side(deviation_range(high))} over all beta. In d = 3 it lies "
+                f"{side(deviation_range(low))}: the tokens merge later, through long-lived "
+                f"intermediate clusters.")
+
+
+def phase_glpr_prose() -> str:
+    p = panels("phase-glpr.json")
+    near = {d: deviation_range(p[f"d = {d}"], 1, 5) for d in (8, 128, 1024)}
+    return wrap(f"In d = 8 the measured boundary lies {side(deviation_range(p['d = 8']))}: "
+                f"the tokens merge later and more gradually than the ODE says. In d = 128 and "
+                f"1024 it lies within {within(near[128])} and {within(near[1024])} of the ODE "
+                f"boundary for beta in [1, 5], as the d -> infinity theorem says it must.")
+
+
+def condensation_prose() -> str:
+    panel = load("condensation.json")["panels"][0]
+    rows = [r for r in panel["threshold"] if r["threshold"] is not None]
+    listed = ", ".join(f"{r['threshold']:.2g} at d = {r['d']:g}" for r in rows)
+    never = [r["d"] for r in panel["threshold"] if r["threshold"] is None]
+    empty = panel["empty_cells"]
+    cells = "; ".join(_cell(c) for c in empty)
+    blank = (f" The hatched cells ({cells}) have no plateau: "
+             f"{panel['empty_because'].split(': ', 1)[1]}." if empty else "")
+    missing = f"; at d = {', '.join(f'{d:g}' for d in never)} it never crosses" if never else ""
+    return wrap(f"The threshold grows with d (beta of about {listed}{missing}).{blank}")
+
+
+def wrap(text: str) -> str:
+    import textwrap
+
+    return textwrap.fill(text, 96) + "\n"
+
+
+def trained_probe_table() -> str:
+    """The trained model's own layers (docs/trained.md), from figures/trained-vs-random.json."""
+    probe = load("trained-vs-random.json")["probe"]
+    rows = [("mean_cosine", "`mean_cosine`", "{:.3f}"),
+            ("clustered_fraction", "`clustered_fraction` (cos > 0.999)", "{:.2g}"),
+            ("coarse_n_clusters", "`coarse_n_clusters` (cos > 0.9)", "{:.0f}"),
+            ("coarse_largest_cluster", "`coarse_largest_cluster`", "{:.3f}"),
+            ("pc1_share", "`pc1_share`", "{:.3f}"),
+            ("token_norm", "`token_norm`", "{:.3g}"),
+            ("model_attention_entropy", "`model_attention_entropy` (max ln 296 = 5.69)",
+             "{:.3g}")]
+    layers = [f"{x:g}" for x in probe["layer"]]
+    lines = ["| layer | " + " | ".join(layers) + " |", "|---" * (len(layers) + 1) + "|"]
+    for key, name, form in rows:
+        cells = ["-" if v is None else form.format(v) for v in probe[key]]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def trained_mean_cosine_table() -> str:
+    """Mean cosine at the last time, per matrix set and beta (docs/trained.md)."""
+    shown = load("trained-vs-random.json")
+    lines = ["| matrices | L1 | L2 | L3 | L4 | L5 | L6 |", "|---|---|---|---|---|---|---|"]
+    for panel in shown["panels"]:
+        if not panel["panel"].startswith("mean_cosine"):
+            continue
+        beta = panel["panel"].split("β = ")[1]
+        final = {line["label"]: line["y"][-1] for line in panel["lines"]}
+        for kind, name in (("trained", "trained"), ("Gaussian", "norm-matched Gaussian")):
+            cells = [f"{final[f'{kind} L{k}']:.3f}" for k in range(1, 7)]
+            lines.append(f"| {name}, beta = {beta} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(c: dict) -> str:
+    return ", ".join(f"{k} = {v:g}" for k, v in c.items())
+
+
+RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
+             "phase-glpr-prose": phase_glpr_prose, "condensation-prose": condensation_prose,
+             "trained-probe-table": trained_probe_table,
+             "trained-mean-cosine-table": trained_mean_cosine_table}
+
+
+def render(text: str) -> str:
+    def block(m: re.Match) -> str:
+        if m.group(2) not in RENDERERS:
+            raise SystemExit(f"unknown sidecar block {m.group(2)!r}")
+        return m.group(1) + RENDERERS[m.group(2)]() + m.group(4)
+    return BLOCK.sub(block, text)
+
+
+def prose(files: list[str], check: bool) -> list[str]:
+    stale = []
+    for name in files:
+        path = Path(name)
+        text = path.read_text()
+        new = render(text)
+        if new != text:
+            stale.append(f"{path}: generated numbers are stale (make figures rewrites them)")
+            if not check:
+                path.write_text(new)
+    return stale if check else []
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["compare"] and len(argv) == 3:
+        problems = compare(Path(argv[1]), Path(argv[2]))
+    elif argv[:1] == ["prose"]:
+        check = "--check" in argv
+        problems = prose([a for a in argv[1:] if a != "--check"], check)
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
