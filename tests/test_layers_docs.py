@@ -36,5 +36,9 @@ def test_what_the_docs_say_resists_clustering_holds(figure):
     assert largest["identity"][-1] > 0.9
     # with norm-matched Gaussian matrices every variant condenses within six layers
     assert all(values[-1] > 0.9 for values in gaussian.values())
+    groups, gap = sidecar["variables"]["n_groups"], sidecar["variables"]["overlap_gap"]
+    assert groups["trained"]["full"][-1] > 1 and gap["trained"]["full"][-1] > 0
+    assert groups["trained"]["v_identity"][-1] == 1 and groups["identity"][-1] == 1
+    assert all(values[-1] == 1 for values in groups["norm-matched Gaussian"].values())
     cos = sidecar["variables"]["mean_cosine"]["trained"]
     assert cos["full"][-1] > cos["full"][0]  # mild alignment: the probe's table
