@@ -17,6 +17,7 @@ when called.
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,14 +103,15 @@ def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
 
 
 def _output(config: Config, out: str | Path | None) -> Path:
-    return Path(config.output.path if out is None else out)
+    """out if given (`~` expanded, checked like output.path), else the config's output.path."""
+    return Path(config.output.path if out is None else _config.output_path(str(out), "--out"))
 
 
 def store(config: Config, out: str | Path | None = None) -> Store:
     """The parts folder of a config's results (sweep.core.store.Store), made from it."""
     from sweep.core.store import Store
 
-    return Store(config, out)
+    return Store(config, _output(config, out))
 
 
 # ---------------------------------------------------------------- running
@@ -153,6 +155,7 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
     """`run`, reporting instead of raising for failed jobs (what `sweep run` prints).
     only_failed: retry only the jobs whose part records a failure (parts only)."""
     from sweep.core import runner
+    from sweep.core.outputs import check_replaceable
     from sweep.core.store import merge, write_dataset
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
@@ -168,6 +171,8 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
             hooks.notice(f"shard {part.index} of {part.count} (from {part.source}): "
                          f"{len(todo)} of {len(jobs)} job(s)")
         merged = part is None and not only_failed
+        if merged:
+            check_replaceable(where.output, config, jobs, force)
         width = preflight(config, todo, workers or _shards.task_cpus(), merged)
         outcome = Outcome(runner.RunReport(), where, len(jobs), part, len(todo))
         try:
@@ -196,13 +201,15 @@ def _stopped(stop: BaseException, received, where: Store) -> Interrupted:
                        received.signum, report)
 
 
-def merge(config: Config, out: str | Path | None = None,
-          allow_missing: bool = False) -> xarray.Dataset:
+def merge(config: Config, out: str | Path | None = None, allow_missing: bool = False,
+          force: bool = False) -> xarray.Dataset:
     """Assemble every completed job into one dataset and write it to `out` (default
     output.path) (`sweep merge`). The parts are always those beside output.path (after
     `run(out=X)`, load the config with set=["output.path=X"]). MissingJobs unless
     allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder holds
-    another config's parts in place of this one's."""
+    another config's parts in place of this one's; ConfigError if the file at `out` holds
+    another config's results, unless force (core.outputs.check_replaceable)."""
+    from sweep.core.outputs import check_replaceable
     from sweep.core.store import merge as assemble
     from sweep.core.store import write_dataset
     from sweep.scheduling import status
@@ -211,6 +218,7 @@ def merge(config: Config, out: str | Path | None = None,
     with stop_on_signals() as received:
         where, jobs, target = store(config), expand(config), _output(config, out)
         status.check_not_edited(jobs, where)
+        check_replaceable(target, config, jobs, force)
         preflight(config, jobs, 1, merged=True, warn=False)
         try:
             ds = assemble(where, jobs, allow_missing=allow_missing)
@@ -325,6 +333,9 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
     time per run: "max", "min", "mean", "plateau"."""
     from sweep.analysis.thresholds import threshold as locate
 
+    if out is not None and isinstance(ds, (str, Path)) and _same_file(Path(out), Path(ds)):
+        raise ConfigError(f"-o {out}: is the results file being read; write the threshold "
+                          "to another file")
     th = locate(_dataset(ds), var, along, level, time, bootstrap, seed, direction)
     if out is not None:
         from sweep.core.store import write_dataset
@@ -365,8 +376,13 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
         path = Path("figures") / f"{Path(ds).stem}-{var}.png"
     extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory))
              if v is not None}
-    return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
-                      series=lines, numbers_path=numbers, **extra)
+    try:
+        return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
+                          series=lines, numbers_path=numbers, **extra)
+    except OSError as err:  # an unwritable place for the figure
+        from sweep.errors import StoreError
+
+        raise StoreError(f"{path}: cannot write the figure ({err.strerror or err})") from None
 
 
 # ---------------------------------------------------------------- trained transformers
@@ -382,6 +398,7 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     projected on their top K principal components; save_embeddings: also save the model's
     layer 0 for the text there, the start of a layer model that is the model. Docs:
     docs/trained.md, docs/layers.md."""
+    from sweep.core.files import read_bytes
     from sweep.core.store import write_dataset
     from sweep.trained import bert
     from sweep.trained import probe as probing
@@ -389,7 +406,10 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     text = Path(text)
     if not text.is_file():
         raise ConfigError(f"{text}: no such text file")
-    words = text.read_text(encoding="utf-8", errors="replace")
+    try:
+        words = read_bytes(text).decode("utf-8", errors="replace")
+    except OSError as err:
+        raise ConfigError(f"{text}: cannot read ({err.strerror or err})") from None
     loaded = bert.load(model)
     ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text),
                        project=project)
@@ -416,3 +436,10 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
 
 def _dataset(ds):
     return open(ds) if isinstance(ds, (str, Path)) else ds
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or a.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False

@@ -118,7 +118,10 @@ def tiny_model_dir(path, heads=2, **shape):
     special = [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
                {"Sequence": {"id": "A", "type_id": 0}},
                {"SpecialToken": {"id": "[SEP]", "type_id": 0}}]
+    added = [{"id": TINY_VOCAB.index(t), "content": t, "special": True, "normalized": False}
+             for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]")]
     tok = {"truncation": {"max_length": 4}, "padding": {"strategy": {"Fixed": 12}},
+           "added_tokens": added,
            "normalizer": {"type": "BertNormalizer", "clean_text": True,
                           "handle_chinese_chars": True, "strip_accents": None,
                           "lowercase": True},
@@ -170,3 +173,15 @@ def values(path):
     ds = load(path).drop_vars("wall_seconds")
     ds.attrs.pop("history")
     return ds
+
+
+def spelled_out_id(job, positions):
+    """A job's id by its definition: the stable hash of its resolved sections, seed, output
+    positions and input digests (sweep.core.grid assembles it from pieces)."""
+    from dataclasses import asdict
+
+    from sweep.core.config import stable_hash
+
+    fields = {s: asdict(getattr(job, s)) for s in ("model", "init", "integrate")}
+    files = {"files": job.digests} if job.digests else {}
+    return stable_hash({**fields, "seed": job.seed, "positions": positions, **files})

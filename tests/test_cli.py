@@ -197,3 +197,25 @@ def test_merge_reads_only_parts_of_this_grid(cfg_path, tmp_path):
     assert "12 job(s) already complete" in result.output  # extending a grid reuses results
     ds = merge(Store(cfg, out))
     assert ds.sizes["beta"] == 3 and bigger.hash != cfg.hash
+
+
+def test_two_configs_never_silently_share_one_results_file(cfg_path, tmp_path):
+    out, variant = tmp_path / "shared.nc", ("--set", "model.n=5")
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0
+    first = xr.open_dataset(out).load().attrs["sweep_config_hash"]
+    other = config.load(cfg_path, ["model.n=5"]).hash
+    assert invoke("run", cfg_path, *variant, "--out", out, "--shard", "0/1").exit_code == 0
+    for command in ("run", "merge"):  # the variant's parts are there: only the file is shared
+        result = invoke(command, cfg_path, *variant, "--out", out)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+        line = result.output.strip().splitlines()[-1]
+        assert line.startswith(f"error: {out}: holds the results of another config (hash "
+                               f"{first}), not of this one (hash {other})")
+        assert "--out" in line and "--force" in line
+    assert xr.open_dataset(out).load().attrs["sweep_config_hash"] == first  # untouched
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0  # its own config: fine
+    assert invoke("run", cfg_path, *variant, "--out", out, "--force").exit_code == 0
+    assert xr.open_dataset(out).load().attrs["sweep_config_hash"] == other
+    out.with_name("notes.nc").write_text("not a results file")
+    result = invoke("merge", cfg_path, "--out", out.with_name("notes.nc"))
+    assert result.exit_code == 2 and "exists and is not a sweep results file" in result.output

@@ -77,6 +77,26 @@ def test_workers_follow_the_task_allocation():
     assert shards.task_cpus({"NSLOTS": str(cpus + 64)}) == cpus
 
 
+@pytest.mark.parametrize("digits", ["\u00b2", "\u0663", "1_0", "\uff13", "", "2.0"])
+def test_only_ascii_digits_count_as_numbers(cfg_path, digits):
+    """str.isdigit() takes a superscript two, int() takes Arabic-Indic digits and 1_0: each
+    is a one-line error from --shard, SWEEP_SHARD, the array and the CPU-count variables."""
+    run = ("run", cfg_path)
+    cases = [(run + ("--shard", f"{digits}/4"), None), (run, {"SWEEP_SHARD": f"1/{digits}"}),
+             (run, {"PBS_ARRAY_INDEX": "1", "SWEEP_SHARDS": digits}),
+             (run, {"SLURM_ARRAY_TASK_ID": digits, "SLURM_ARRAY_TASK_MIN": "0",
+                    "SLURM_ARRAY_TASK_COUNT": "2"}),
+             (("plan", cfg_path), {"SLURM_CPUS_PER_TASK": digits}),
+             (("plan", cfg_path), {"NSLOTS": digits})]
+    for args, env in cases:
+        if not digits and env and "SWEEP_SHARD" not in env:
+            continue  # an empty variable is an unset one
+        result = invoke(*args, env=env)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), args
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+
+
 def test_array_spec():
     assert status.array_spec([5, 0, 1, 2, 8, 7]) == "0-2,5,7-8"
     assert status.array_spec([3]) == "3"
@@ -176,9 +196,11 @@ def test_merge_refuses_a_config_edited_after_the_run(cfg_path, tmp_path):
         result = invoke("merge", cfg_path, "--set", f"output.path={out}", *extra)
         assert result.exit_code == 1
         assert "config changed after the run" in result.output and old in result.output
-    # a grid that only shrank reuses the parts of the jobs it kept
+    # a grid that only shrank reuses the parts of the jobs it kept, into its own file or,
+    # with --force, in place of the larger grid's
     cfg_path.write_text(yaml.safe_dump({**CFG, "grid": {"beta": [1.0], "seed": [1]}}))
-    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 2
+    assert invoke("merge", cfg_path, "--set", f"output.path={out}", "--force").exit_code == 0
     assert load(out).sizes["beta"] == 1
 
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from helpers import spelled_out_id
 from sweep.cli import app
 from sweep.core import config
 from sweep.core.grid import expand
@@ -91,10 +92,12 @@ def plan(folder, raw):
 @given(valid_configs())
 def test_valid_configs_plan_and_expand_to_the_product_of_axes(folder, case):
     raw, count = case
-    jobs = expand(config.from_dict(yaml.safe_load(yaml.safe_dump(raw))))
+    cfg = config.from_dict(yaml.safe_load(yaml.safe_dump(raw)))
+    jobs = expand(cfg)
     assert len(jobs) == count
     assert [j.index for j in jobs] == list(range(count))
     assert len({j.id for j in jobs}) == count
+    assert [j.id for j in jobs] == [spelled_out_id(j, cfg.output.positions) for j in jobs]
     result = plan(folder, raw)
     assert result.exit_code == 0, result.output
     assert f"{count} job(s)" in result.output

@@ -7,6 +7,7 @@ read-only or full disk is simulated by making the writing call fail with EROFS /
 """
 
 import errno
+import os
 import pathlib
 import shutil
 
@@ -86,19 +87,60 @@ def wrong_shape(path, other):
         np.savez(f, **arrays)
 
 
+def huge_shape(path, other):
+    """Every array's header claims 10^12 numbers; the file holds a few bytes of each."""
+    import zipfile
+
+    with np.load(path) as f:
+        dtypes = {name: f[name].dtype for name in f.files}
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, dtype in dtypes.items():
+            with archive.open(f"{name}.npy", "w") as member:
+                np.lib.format.write_array_header_1_0(member, {
+                    "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+                    "shape": (10**6, 10**6)})
+                member.write(b"\0" * 64)
+
+
+def text_observables(path, other):
+    with np.load(path) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["observables"] = np.full(arrays["observables"].shape, "x")
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def folder(path, other):
+    path.unlink()
+    path.mkdir()
+    (path / "kept.txt").write_text("whatever was here")
+
+
+def fifo(path, other):
+    path.unlink()
+    os.mkfifo(path)  # reading it would wait for a writer forever
+
+
 @pytest.mark.parametrize("damage,word", [
     (lambda p, o: truncate(p), "damaged"),
     (lambda p, o: p.write_bytes(b""), "damaged"),
     (lambda p, o: p.write_bytes(b"PK\x03\x04 not really a zip"), "damaged"),
     (foreign, "foreign"),
     (wrong_shape, "observables of shape"),
-], ids=["truncated", "empty", "garbage", "foreign", "wrong-shape"])
+    (huge_shape, "of shape (1000000, 1000000)"),
+    (text_observables, "observables of dtype <U1"),
+    (folder, "a directory, not a regular file"),
+    (fifo, "a FIFO, not a regular file"),
+], ids=["truncated", "empty", "garbage", "foreign", "wrong-shape", "huge-shape", "text",
+        "folder", "fifo"])
 def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, word):
     path, out, store, jobs = setup
     assert invoke("run", path, "--out", out).exit_code == 0
     damage(store.path(jobs[2]), store.path(jobs[4]))
     line = one_clean_line(invoke("merge", path, "--set", f"output.path={out}"), 1)
     assert store.path(jobs[2]).name in line and word in line
+    status = invoke("status", path, "--out", out)
+    assert status.exit_code == 0 and ", 1 damaged" in status.output and word in status.output
     rerun = invoke("run", path, "--out", out)
     assert rerun.exit_code == 0, rerun.output
     assert "recomputing" in rerun.output and "1 job(s) run" in rerun.output
@@ -183,7 +225,7 @@ def test_output_that_is_a_directory(setup, monkeypatch):
     out.mkdir()
     computed = []
     monkeypatch.setattr(runner, "simulate", lambda *a: computed.append(a))
-    line = one_clean_line(invoke("run", path, "--out", out), 1)
+    line = one_clean_line(invoke("run", path, "--out", out), 2)  # a user mistake, at plan time
     assert "is a directory" in line and not computed
 
 

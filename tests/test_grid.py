@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
+from helpers import spelled_out_id
 from sweep.core import config
-from sweep.core.grid import axes, expand, shard
+from sweep.core.grid import axes, expand, kinds, shard
 from sweep.core.simulate import initial_state
 
 
@@ -74,3 +75,56 @@ def test_shards_cover_every_job_exactly_once(k):
 def test_bad_shard():
     with pytest.raises(config.ConfigError):
         shard([], 3, 3)
+
+
+# ---------------------------------------------------------------- ids, lazily built jobs
+
+ID_CONFIGS = {
+    "plain": {"model": {"d": 3, "n": 4}, "grid": {"beta": [0.0, 1.5], "seed": {"range": [0, 2]}}},
+    "zip": {"model": {"d": 3, "n": 4, "heads": 2, "head_beta": [1.0, 2.0]},
+            "integrate": {"dt": 0.05, "t_max": 1.0, "save_every": 0.5},
+            "grid": {"zip": [{"n": [4, 6], "dt": [0.1, 0.05]}], "attention": ["softmax", "relu"]},
+            "output": {"positions": "final"}},
+    "files": {"model": {"d": 3, "n": 4, "qk": "qk.npy", "v": "qk"},
+              "init": {"kind": "file", "path": "start.npy"},
+              "grid": {"seed": [0, 1], "beta": [1.0, 2.0]}},
+    "head_beta": {"model": {"d": 3, "n": 4, "heads": 2},
+                  "grid": {"head_beta": [[1.0, 2.0], [0.5, 3.25]], "mask": ["dense", "window:1"]}},
+}
+# The ids these configs had before jobs were built lazily: results on disk keep their ids.
+KNOWN_IDS = {
+    "plain": ["92a2664f824b5b43", "a460e7137a4bf09d", "402d990a7b4aa91f", "2f91c816283cbade"],
+    "zip": ["faabb9f4c692c611", "ab41c23121196873", "3c3b80118301f761", "186e7e0f2460dce8"],
+    "files": ["88f5e64fd155aead", "5b6d108496f7f215", "9c72c389f33d01e7", "2272df6095919399"],
+    "head_beta": ["f82024bd42490b32", "521e19f229db7ef6", "817183d173edb506",
+                  "21d9b095358f7bff"],
+}
+
+
+def id_config(tmp_path, name):
+    np.save(tmp_path / "qk.npy", np.arange(9.0).reshape(3, 3) / 10)
+    np.save(tmp_path / "start.npy", np.random.default_rng(0).standard_normal((2, 4, 3)))
+    return config.from_dict({"name": "ids", **ID_CONFIGS[name]}, source=tmp_path / "c.yaml")
+
+
+@pytest.mark.parametrize("name", list(ID_CONFIGS))
+def test_job_ids_of_existing_configs_are_unchanged(tmp_path, name):
+    cfg = id_config(tmp_path, name)
+    jobs = expand(cfg)
+    assert [j.id for j in jobs] == KNOWN_IDS[name]
+    assert all(j.id == spelled_out_id(j, cfg.output.positions) for j in jobs)
+    assert [jobs[i].id for i in range(-len(jobs), len(jobs))] == 2 * KNOWN_IDS[name]
+    assert [j.id for j in jobs[1::2]] == KNOWN_IDS[name][1::2]
+    with pytest.raises(IndexError):
+        jobs[len(jobs)]
+
+
+def test_kinds_stand_for_every_job_of_equal_cost():
+    jobs = expand(cfg({"beta": [0.0, 1.0], "jitter": [0.0, 0.1, 0.2], "seed": {"range": [0, 4]},
+                       "n": [3, 5]}))
+    found = list(kinds(jobs))
+    assert sum(count for _, count in found) == len(jobs) == 48
+    assert [(j.model.beta, j.model.n) for j, _ in found] == [
+        (0.0, 3), (0.0, 5), (1.0, 3), (1.0, 5)]  # jitter and seed change only the start
+    assert {count for _, count in found} == {12}
+    assert [(j, 1) for j in list(jobs)[:3]] == list(kinds(list(jobs)[:3]))

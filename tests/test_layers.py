@@ -108,8 +108,8 @@ NUMPY_MODELS = [
 
 @pytest.mark.parametrize("extra", NUMPY_MODELS)
 def test_blocks_and_observables_match_the_oracle(extra):
-    model = {"d": 5, "n": 7, "heads": 2, "beta": 1.5, "layers": 3, "qk": "gaussian",
-             "v": "gaussian", **extra}
+    model = {"d": 5, "n": 7, "heads": 2, "layers": 3, "qk": "gaussian", "v": "gaussian",
+             **({} if "layer_beta" in extra else {"beta": 1.5}), **extra}
     j = job(model, grid={"seed": [4]})[0]
     result = simulate(j, "trajectory")
     blocks = params.blocks(j, _rng_of(j))  # the job's own parameters, for the oracle

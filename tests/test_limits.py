@@ -138,3 +138,57 @@ def test_energy_warning_marks_exactly_the_jobs_whose_energy_is_inf():
         model = jobs_of(model={"beta": beta, "n": 8})[0]
         warned = bool(stability.job_hint(model.model, model.integrate))
         assert warned == (not np.isfinite(obs[0, 6]))
+
+
+def test_per_head_arrays_are_counted_and_named(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    for extra in ({}, {"qk": "gaussian"}):
+        line = plan(tmp_path, {"model": {"heads": 1_000_000_000, **extra}}).output.strip()
+        assert line.startswith("error: model.heads: this sweep needs about") and \
+            "use fewer heads" in line
+    one = resources.need(jobs_of(model={"heads": 1000}), "none", 1).per_job
+    many = resources.need(jobs_of(model={"heads": 2000}), "none", 1).per_job
+    assert many - one >= 1000 * 3 * 8  # a beta and two scratch numbers per head at least
+
+
+def test_a_refusal_caused_by_the_saved_times_names_t_max(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    line = plan(tmp_path, {"integrate": {"t_max": 1.0e9, "save_every": 0.1}}).output.strip()
+    assert line.startswith("error: integrate.t_max: this sweep needs about")
+
+
+def fake_cgroups(tmp_path, version, groups, limits):
+    """A /proc/self and / with the memory cgroup `groups` (as /proc/self/cgroup lists it) and
+    limits {cgroup path: (limit, usage)}; v1 mounted as a container sees it (root /docker/c)."""
+    proc, root = tmp_path / "proc", tmp_path / "root"
+    proc.mkdir()
+    if version == 2:
+        (proc / "cgroup").write_text(f"0::{groups}\n")
+        (proc / "mountinfo").write_text("30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+        mount, inside, names = "sys/fs/cgroup", "/", ("memory.max", "memory.current")
+    else:
+        (proc / "cgroup").write_text(f"5:cpu,cpuacct:/x\n4:memory:/docker/c{groups}\n0::/\n")
+        (proc / "mountinfo").write_text(
+            "35 31 0:32 /docker/c /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")
+        mount, inside, names = "sys/fs/cgroup/memory", "", ("memory.limit_in_bytes",
+                                                            "memory.usage_in_bytes")
+    for group, (limit, usage) in limits.items():
+        folder = root / mount / group.removeprefix(inside).lstrip("/")
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / names[0]).write_text(f"{limit}\n")
+        (folder / names[1]).write_text(f"{usage}\n")
+    return proc, root
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_cgroup_limit_is_the_smallest_up_from_the_process_own_cgroup(tmp_path, version):
+    # SLURM: the job's cgroup is limited, the step's inside it is not (v2: "max")
+    unlimited = "max" if version == 2 else str(2**63 - 4096)
+    proc, root = fake_cgroups(tmp_path, version, "/slurm/job_7/step_0", {
+        "/": (unlimited, 50 * GiB), "/slurm": (unlimited, 9 * GiB),
+        "/slurm/job_7": (8 * GiB, 3 * GiB), "/slurm/job_7/step_0": (unlimited, 2 * GiB),
+        "/slurm/job_8": (1 * GiB, 0)})  # another job's limit is not ours
+    assert resources.cgroup_free(proc, root) == 5 * GiB
+    (proc / "cgroup").write_text("")  # outside any cgroup hierarchy
+    assert resources.cgroup_free(proc, root) is None
+    assert resources.cgroup_free(tmp_path / "nowhere", root) is None

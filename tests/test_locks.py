@@ -236,3 +236,22 @@ def test_another_owner_in_this_process_gets_its_own_record(tmp_path):
     first.release("a")  # only the lock: the other owner's lock still names its owner
     assert json.loads((tmp_path / "b.lock").read_text())["token"] == second.token
     assert locks.read_owner(tmp_path / "b.lock")["token"] != first.token
+
+
+def test_a_link_retried_over_nfs_that_reports_eexist_is_still_ours(tmp_path, monkeypatch):
+    """NFS resends a LINK whose reply was lost; the resend finds the link the first one made
+    and fails with EEXIST. The lock is ours when it is our record's inode (open(2))."""
+    real_link = os.link
+
+    def lost_reply(src, dst):
+        real_link(src, dst)
+        raise FileExistsError(17, "File exists", str(dst))
+
+    mine, other = JobLocks(tmp_path), JobLocks(tmp_path)
+    assert other.acquire("held")
+    monkeypatch.setattr(os, "link", lost_reply)
+    assert mine.acquire("job") and "job" in mine.held
+    assert not mine.acquire("held")  # EEXIST on another run's record: not ours
+    monkeypatch.undo()
+    mine.release("job")
+    assert not (tmp_path / "job.lock").exists() and (tmp_path / "held.lock").exists()

@@ -43,6 +43,13 @@ def test_token_ids_follow_the_vocabulary(minilm):
     assert len(minilm.tokenizer.encode("word " * 200)) == 202
 
 
+def test_special_tokens_written_in_the_text_stay_one_token(minilm):
+    """Hugging Face's tokenizers match the added special tokens ([CLS], [SEP], [MASK], ...)
+    in the raw text, case-sensitively, and keep each whole; so does sweep."""
+    assert minilm.tokenizer.encode("hello [SEP] world") == [101, 7592, 102, 2088, 102]
+    assert minilm.tokenizer.encode("[MASK] [cls]") == [101, 103, 1031, 18856, 2015, 1033, 102]
+
+
 def test_shape_of_the_model(minilm):
     assert (minilm.d, minilm.heads, minilm.d_head, len(minilm.layers)) == (384, 12, 32, 6)
 

@@ -228,3 +228,42 @@ def test_a_failed_sge_task_exits_100_to_hold_the_merge(tmp_path, monkeypatch, co
     script = submit.array_script(plan).replace(run, f"(exit {code})")
     env = {"PATH": os.environ["PATH"], **{k: str(v) for k, v in TASK_ENV["sge"](1, 1, 2).items()}}
     assert subprocess.run(["bash", "-c", script], env=env).returncode == expected
+
+
+@pytest.mark.parametrize("name", sorted(submit.SCHEDULERS))
+def test_paths_with_spaces_and_dollars_are_quoted_and_never_run(tmp_path, monkeypatch, name):
+    """A working directory named `a b $(touch pwned)`: every script line still works when
+    bash runs it, nothing in the name is executed, and each directive, read the way the
+    schedulers read them (shell words, quotes removed, nothing expanded), names the path."""
+    workdir = tmp_path / "a b $(touch pwned)"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    plan = submit.make_plan("odd name's", Path("c.yaml"), ["name=x y"], Path("out.nc"), 2,
+                            scheduler=name)
+    array = submit.array_script(plan)
+    for script in (array, submit.merge_script(plan)):
+        probe = script.replace(f"{shlex.quote(sys.executable)} -m sweep", "sh -c 'pwd; env' #")
+        task = TASK_ENV[name](plan.scheduler.first, plan.scheduler.first,
+                              plan.scheduler.first + 1)
+        done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, cwd=tmp_path,
+                              env={"PATH": os.environ["PATH"],
+                                   **{k: str(v) for k, v in task.items()}})
+        assert done.returncode == 0, done.stderr
+        assert f"NUMBA_CACHE_DIR={plan.numba_cache}" in done.stdout.splitlines()
+        if name == "pbs" and script == array:  # PBS has no directive for the directory
+            assert done.stdout.splitlines()[0] == str(workdir)
+        words = [shlex.split(line.split(" ", 1)[1]) for line in script.splitlines()
+                 if line.startswith(plan.scheduler.prefix + " ")]
+        flat = [w for line in words for w in line]
+        assert any(w.startswith(str(plan.logs)) or w.endswith(str(plan.logs))
+                   or str(plan.logs) in w for w in flat)
+        if name != "pbs":
+            assert str(workdir) in flat or f"--chdir={workdir}" in flat
+        assert all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]%,]+", w) for line in words
+                   for opt, w in zip(line, line[1:]) if opt in ("-N", "-J", "--job-name"))
+    assert not list(tmp_path.rglob("pwned"))
+    *reruns, then = submit.rerun_lines({"scheduler": name, "shards": 4, "job_name": "j"},
+                                       [0, 2], plan.output)
+    scripts = [str(p) for p in submit.script_paths(plan.output, plan.scheduler)]
+    assert all(scripts[0] in shlex.split(line) for line in reruns)  # one word for the shell
+    assert scripts[1] in shlex.split(then.replace("<that job>", "1"))

@@ -189,3 +189,77 @@ def test_one_compiled_kernel_serves_every_model(tmp_path):
     if p.name != "trained-vs-random.yaml"))
 def test_ready_configs_plan(path):
     assert expand(config.load(path))
+
+
+def huge_header(path):
+    """An .npy whose header claims 10^12 float64 values, followed by none of them."""
+    header = {"descr": "<f8", "fortran_order": False, "shape": (10**6, 10**6)}
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+
+
+@pytest.mark.parametrize("make,word", [
+    (lambda p: np.savez(p.with_suffix(".npz"), a=np.eye(3)) or
+     p.with_suffix(".npz").rename(p), "an .npz archive"),
+    (lambda p: p.write_bytes(b""), "an empty file"),
+    (huge_header, "shape (1000000, 1000000), expected (3, 3)"),  # told before reading
+    (lambda p: __import__("os").mkfifo(p), "a FIFO, not a regular file"),
+    (lambda p: p.symlink_to("/dev/zero"), "a device, not a regular file"),
+    (lambda p: p.mkdir(), "a directory, not a regular file"),
+    (lambda p: np.save(p, np.eye(3) + 1j), "dtype complex128 is not real numbers"),
+    (lambda p: np.save(p, np.array([["a"] * 3] * 3)), "is not real numbers"),
+    (lambda p: p.write_bytes(open_npy(np.eye(3))[:-8]), "shorter than its header's shape"),
+    (lambda p: p.write_bytes(open_npy(np.eye(3)) + b"tail"), "longer than its header's shape"),
+    (lambda p: np.save(p, np.eye(4)), "shape (4, 4), expected (3, 3) or (1, 3, 3)"),
+], ids=["npz", "empty", "huge-header", "fifo", "dev-zero", "directory", "complex", "text",
+        "truncated", "trailing", "wrong-shape"])
+def test_unusable_matrix_files_are_one_line_naming_key_and_file(tmp_path, make, word):
+    make(tmp_path / "m.npy")
+    line = plan(write(tmp_path, with_keys(model={"qk": "m.npy"}))).output.strip()
+    assert line.startswith(f"error: model.qk: {tmp_path / 'm.npy'}: ") and "\n" not in line
+    assert word in line
+
+
+def open_npy(array):
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
+    """An input edited while a sweep runs: the jobs that start after the edit fail, naming
+    the file, instead of saving the new file's numbers under the old file's job ids; with the
+    file restored, the next run completes to the very dataset of an undisturbed run."""
+    from sweep.core import runner
+    from sweep.core.store import Store, merge
+
+    m = np.diag([1.0, 2.0, 3.0])
+    np.save(tmp_path / "m.npy", m)
+    cfg = config.load(write(tmp_path, with_keys(model={"qk": "m.npy"},
+                                                grid={"beta": [0.5, 1.0, 2.0], "seed": [0, 1]})))
+    jobs, undisturbed = expand(cfg), Store(cfg, tmp_path / "straight.nc")
+    runner.run(jobs, undisturbed)
+    straight = merge(undisturbed, jobs)
+    store, started = Store(cfg, tmp_path / "edited.nc"), []
+
+    def edited_before_the_third(job, *args, **kwargs):
+        started.append(job)
+        if len(started) == 3:  # one job at a time: the first two read the planned file
+            np.save(tmp_path / "m.npy", 2 * m)
+        return simulate(job, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "simulate", edited_before_the_third)
+    report = runner.run(jobs, store, workers=1)
+    monkeypatch.undo()
+    assert (report.completed, len(report.failed)) == (2, len(jobs) - 2)
+    for _, error in report.failed:
+        assert error.startswith(f"ConfigError: model.qk: {tmp_path / 'm.npy'}: changed since "
+                                "this sweep was planned")
+    with pytest.raises(config.ConfigError, match="changed since this sweep was planned"):
+        job_dynamics(jobs[0])
+    np.save(tmp_path / "m.npy", m)
+    assert not runner.run(jobs, store).failed
+    xr.testing.assert_identical(merge(store, jobs).drop_vars("wall_seconds"),
+                                straight.drop_vars("wall_seconds"))

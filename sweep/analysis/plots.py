@@ -46,6 +46,10 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     """
     path = _checked(path, ds, threshold, theory)
     axes = [x] if y is None else [x, y]
+    da = results.variable(ds, var)
+    if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
+        raise ConfigError(f"--y {y}: runs along the same dimension as --x {x}; a heatmap "
+                          "needs two different axes")
     fr = results.frame(ds, var, axes, time, selection)
     if y is None:
         series = series or _leftover(fr.centre, axes, first=True)

@@ -22,10 +22,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
 from sweep._version import __version__
-from sweep.core.config import Config, load
+from sweep.core.config import Config, clip, load
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
@@ -35,12 +35,17 @@ app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
 
 
 LOG_WIDTH = 1000
+MESSAGE_WIDTH = 1000  # an error line quotes values shortened already; this is the backstop
 
 
 def _console(stderr: bool = False) -> Console:
     """On a terminal, its width; in a log (SLURM output, `> log 2>&1`), lines as long as they
-    are: a path or a hash is never cut at column 80."""
-    console = Console(stderr=stderr, highlight=False)
+    are: a path or a hash is never cut at column 80 (soft_wrap: a line is never broken by
+    Rich, tables still fit the width). Paths, names, config values and results attributes are
+    user text, printed as they are: the consoles read neither Rich markup nor emoji codes, so
+    `[b]` or `:x:` in a path stays there; styles are given as arguments (Text, style=)."""
+    console = Console(stderr=stderr, highlight=False, markup=False, emoji=False,
+                      soft_wrap=True)
     if not console.is_terminal:
         console.width = LOG_WIDTH
     return console
@@ -49,19 +54,21 @@ def _console(stderr: bool = False) -> Console:
 out = _console()
 err = _console(stderr=True)
 
+# readable=False: Click's own check of an unreadable file prints a five-line usage box; the
+# commands' readers report it in one line naming the file, like every other read error.
 ConfigArg = Annotated[Path, typer.Argument(help="YAML config file.", show_default=False,
-                                           metavar="CONFIG")]
+                                           metavar="CONFIG", readable=False)]
 SetOpt = Annotated[list[str] | None, typer.Option(
     "--set", metavar="KEY=VALUE",
     help="Override a config key by dotted path, YAML-typed: `--set model.beta=2.5` "
          "(repeatable).")]
 OutOpt = Annotated[Path | None, typer.Option(
     "--out", metavar="PATH", help="Results file (default: output.path of the config); the "
-                                  "parts go beside it, in <out>.parts/.")]
+                                  "parts go beside it, in <out>.parts/.", readable=False)]
 MergedOpt = Annotated[Path | None, typer.Option(
     "--out", metavar="PATH", help="Where the merged dataset is written (default: "
     "output.path). The parts are always those beside output.path: after `run --out X`, pass "
-    "--set output.path=X.")]
+    "--set output.path=X.", readable=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of tables.")]
 
 
@@ -80,13 +87,13 @@ def exit_code(error: SweepError) -> int:
 
 def fail(message: str, code: int = 2) -> typer.Exit:
     first = message.strip().splitlines()[0] if message.strip() else "failed"
-    err.print(f"[bold red]error:[/] {escape(first)}", soft_wrap=True)  # one line, always
-    return typer.Exit(code)
+    err.print(Text.assemble(("error:", "bold red"), " ", clip(first, MESSAGE_WIDTH)))
+    return typer.Exit(code)  # one line, always
 
 
 def _warn(message, category, filename, lineno, file=None, line=None) -> None:
     if issubclass(category, SweepWarning):
-        err.print(f"[yellow]warning:[/] {escape(str(message))}", soft_wrap=True)
+        err.print(Text.assemble(("warning:", "yellow"), " ", str(message)))
     else:
         _show_warning(message, category, filename, lineno, file, line)
 
@@ -103,10 +110,21 @@ def user_errors():
         try:
             yield
         except Interrupted as e:
-            err.print(escape(str(e)), soft_wrap=True)
+            _stopped(str(e))
             raise typer.Exit(exit_code(e)) from None
+        except KeyboardInterrupt:  # Ctrl-C outside a run
+            _stopped("interrupted")
+            raise typer.Exit(130) from None
         except SweepError as e:
             raise fail(str(e), exit_code(e)) from None
+
+
+_told: list[str] = []  # the stop lines printed: Typer turns Ctrl-C into a silent exit 130
+
+
+def _stopped(line: str) -> None:
+    err.print(line)
+    _told.append(line)
 
 
 def _version(value: bool) -> None:
@@ -144,8 +162,12 @@ def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        err.print("interrupted")
+        _stopped("interrupted")
         sys.exit(130)
+    except SystemExit as done:  # Ctrl-C while Typer parses or prints: say so, in one line
+        if done.code == 130 and not _told:
+            _stopped("interrupted")
+        raise
     finally:
         gc.freeze()
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sweep import api
 from sweep.analysis.results import threshold_rows
@@ -18,13 +18,13 @@ from sweep.core.store import write_dataset
 
 
 @app.command()
-def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", metavar="RESULTS")]):
+def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", metavar="RESULTS",
+                                                 readable=False)]):
     """What a results file holds: axes, variables, config, provenance."""
     with user_errors():
         ds = api.open(results, load=False)
     with ds:
-        out.print(f"[bold]{escape(str(results))}[/]  {escape(ds.attrs.get('title', ''))}",
-                  soft_wrap=True)
+        out.print(Text.assemble((str(results), "bold"), "  ", str(ds.attrs.get("title", ""))))
         table = Table(title="axes")
         for col in ("dimension", "size", "values"):
             table.add_column(col)
@@ -54,7 +54,8 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", met
 # ---------------------------------------------------------------- analysis: threshold, plot
 
 ResultsArg = Annotated[Path, typer.Argument(help="A results .nc file (from sweep run/merge).",
-                                            show_default=False, metavar="RESULTS")]
+                                            show_default=False, metavar="RESULTS",
+                                            readable=False)]
 VarOpt = Annotated[str, typer.Option("--var", metavar="VAR", show_default=False,
                                      help="The variable, e.g. clustered_fraction.")]
 TimeOpt = Annotated[str | None, typer.Option(
@@ -62,7 +63,7 @@ TimeOpt = Annotated[str | None, typer.Option(
     "or a reduction over time per run: max, min, mean, plateau.")]
 Direction = choices("Direction", DIRECTIONS)
 FileOut = Annotated[Path | None, typer.Option("-o", "--output", metavar="FILE.nc",
-                                              help="netCDF file to write.")]
+                                              help="netCDF file to write.", readable=False)]
 
 
 @app.command("threshold")
@@ -122,7 +123,7 @@ def _print_threshold(th, rows: int = 40) -> None:
     for col in dims + ["threshold", "95% interval"]:
         table.add_column(col, justify="right")
     for rec in (found := threshold_rows(th))[:rows]:
-        table.add_row(*[escape(c) for c in rec])
+        table.add_row(*rec)
     out.print(table)
     if len(found) > rows:
         out.print(f"... {len(found) - rows} more row(s); -o FILE keeps them all, --json "
@@ -151,17 +152,18 @@ def plot_cmd(
             help="Line plot: one line per value of this axis (a few are picked).")] = None,
         threshold: Annotated[Path | None, typer.Option(
             "--threshold", metavar="FILE.nc",
-            help="A sweep threshold file to draw with its interval.")] = None,
+            help="A sweep threshold file to draw with its interval.", readable=False)] = None,
         theory: Annotated[Path | None, typer.Option(
             "--theory", metavar="FILE.nc",
-            help="A sweep theory file to overlay (equiangular or kappa-c).")] = None,
+            help="A sweep theory file to overlay (equiangular or kappa-c).",
+            readable=False)] = None,
         output: Annotated[Path | None, typer.Option(
             "-o", "--output", metavar="FILE", help="Figure file: .png, .pdf or .svg "
-            "(default: figures/RESULTS-VAR.png).")] = None,
+            "(default: figures/RESULTS-VAR.png).", readable=False)] = None,
         numbers: Annotated[Path | None, typer.Option(
             "--numbers", metavar="FILE.json", help="Also write the numbers the figure shows "
-            "as JSON (curves, bands, counts, threshold points, deviations from theory).")]
-        = None):
+            "as JSON (curves, bands, counts, threshold points, deviations from theory).",
+            readable=False)] = None):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis.results import parse_selection
 

@@ -20,11 +20,13 @@ ModelOpt = Annotated[str, typer.Option(
 @app.command("probe")
 def probe_cmd(text: Annotated[Path, typer.Option(
                   "--text", metavar="FILE", show_default=False,
-                  help="UTF-8 text file, run as one sequence (no truncation).")],
+                  help="UTF-8 text file, run as one sequence (no truncation).",
+                  readable=False)],
               model: ModelOpt = "minilm",
               path: Annotated[Path | None, typer.Option(
                   "-o", "--out", metavar="FILE.nc",
-                  help="Dataset path (default: results/probe-TEXT.nc).")] = None,
+                  help="Dataset path (default: results/probe-TEXT.nc).", readable=False)]
+              = None,
               beta: Annotated[float, typer.Option(
                   min=0.0, metavar="BETA",
                   help="beta of the identity-attention energy and entropy.")] = 1.0,
@@ -64,7 +66,7 @@ def probe_cmd(text: Annotated[Path, typer.Option(
 @app.command("extract")
 def extract_cmd(directory: Annotated[Path, typer.Option(
                     "-o", "--out", metavar="DIR", show_default=False,
-                    help="Directory for the .npy files and index.json.")],
+                    help="Directory for the .npy files and index.json.", readable=False)],
                 model: ModelOpt = "minilm",
                 controls: Annotated[bool, typer.Option(
                     "--controls", help="Also write norm-matched Gaussian matrices "

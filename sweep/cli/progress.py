@@ -88,7 +88,8 @@ def run_hooks(console: Console, name: str, describe: Callable) -> Iterator[Hooks
                     job_done=_reported(say, describe, lines.job_done), notice=say,
                     tick=lines.tick)
         return
-    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    columns = (TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+               MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task(name, total=None)

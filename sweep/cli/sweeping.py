@@ -67,7 +67,8 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                 "--workers", min=1, metavar="N", help="Jobs run at once (default: the CPUs "
                 "this task was given).")] = None,
             force: Annotated[bool, typer.Option(
-                "--force", help="Recompute jobs that are already complete.")] = False,
+                "--force", help="Recompute jobs that are already complete, and replace an "
+                "output that holds another config's results.")] = False,
             failed_only: Annotated[bool, typer.Option(
                 "--only-failed", help="Retry only the jobs that failed (writes parts only).")]
             = False):
@@ -120,10 +121,14 @@ def _print_report(done: api.Outcome) -> None:
 def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
+              = False,
+              force: Annotated[bool, typer.Option(
+                  "--force", help="Replace an output that holds another config's results.")]
               = False):
     """Assemble all completed jobs (the parts beside output.path) into one dataset, written
     to --out (after the shards of a job array)."""
     with user_errors():
         cfg = _load(config, sets)
-        api.merge(cfg, path, allow_missing)
-    out.print(f"results: {path or cfg.output.path}", soft_wrap=True, markup=False)
+        api.merge(cfg, path, allow_missing, force)
+        target = api.store(cfg, path).output  # where merge wrote: --out, or output.path
+    out.print(f"results: {target}", soft_wrap=True, markup=False)

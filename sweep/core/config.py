@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 import reprlib
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -18,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from sweep.core.files import read_bytes
 from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, parse_mask
 
@@ -42,7 +44,7 @@ def _matrix(*names: str):
     def check(value: str) -> str:
         if value in names or value.endswith(".npy"):
             return value
-        raise ValueError(f"{value!r} is not one of {' | '.join(names)} | path/to.npy")
+        raise ValueError(f"{show(value)} is not one of {' | '.join(names)} | path/to.npy")
     return check
 
 
@@ -50,7 +52,7 @@ def _betas(value: list) -> tuple:
     """head_beta: a non-empty list of finite numbers >= 0, kept as a (hashable) tuple."""
     if not value or not all(isinstance(b, (int, float)) and not isinstance(b, bool)
                             and math.isfinite(b) and b >= 0 for b in value):
-        raise ValueError(f"expected a non-empty list of numbers >= 0, got {value!r}")
+        raise ValueError(f"expected a non-empty list of numbers >= 0, got {show(value)}")
     return tuple(float(b) for b in value)
 
 
@@ -211,9 +213,19 @@ def plain(section: dict) -> dict:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in section.items()}
 
 
-def stable_hash(obj: Any, length: int = 16) -> str:
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+def stable_json(obj: Any) -> str:
+    """The canonical JSON text of obj that ids and hashes are taken of: keys sorted at every
+    level, no spaces, anything else as str(). Text of a mapping is composable: '{' + the
+    '"key":' + stable_json(value) pairs in sorted key order + '}' is its stable_json."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def digest(text: str, length: int = 16) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    return digest(stable_json(obj), length)
 
 
 # ---------------------------------------------------------------- values and sections
@@ -239,10 +251,10 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
     low, high = rule["low"], rule["high"]
     if low is not None and (value <= low if rule["low_open"] else value < low):
         raise ConfigError(f"{key}: must be {'>' if rule['low_open'] else '>='} {low}, "
-                          f"got {value!r}")
+                          f"got {show(value)}")
     if high is not None and (value >= high if rule["high_open"] else value > high):
         raise ConfigError(f"{key}: must be {'<' if rule['high_open'] else '<='} {high}, "
-                          f"got {value!r}")
+                          f"got {show(value)}")
     if rule["check"] is not None:
         try:
             value = rule["check"](value)
@@ -268,7 +280,12 @@ def show(value: Any, width: int = 60) -> str:
     """repr(value) cut to `width` characters, so that a message stays one short line.
 
     reprlib bounds the work too: YAML aliases can nest a billion elements in a few lines."""
-    text = _SHORT.repr(value)
+    return clip(_SHORT.repr(value), width)
+
+
+def clip(text: str, width: int = 60) -> str:
+    """text cut to `width` characters (a key or name quoted in a message)."""
+    text = str(text)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -281,7 +298,7 @@ def build_section(cls: type, raw: Any, where: str):
     known = {f.name: f for f in fields(cls)}
     for key in raw:
         if key not in known:
-            raise ConfigError(f"{where}.{key}: unknown key (allowed: {', '.join(known)})")
+            raise ConfigError(f"{where}.{clip(key)}: unknown key (allowed: {', '.join(known)})")
     clean = {k: check_value(f"{where}.{k}", v, known[k].metadata) for k, v in raw.items()}
     return cls(**clean)
 
@@ -344,21 +361,28 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
 # ---------------------------------------------------------------- loading
 
 TOP_KEYS = ("name", "model", "init", "integrate", "grid", "output")
+MAX_CONFIG_BYTES = 2**24  # a config is a page of text; this only stops a runaway file
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """yaml.safe_load, except that a key given twice in one mapping is an error."""
+    """yaml.safe_load, except that a key given twice in one mapping is an error.
+
+    Merge keys (`<<: *defaults`) are YAML's own; the keys they bring in may be overridden by
+    the mapping's explicit keys, which are the ones checked here."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE:
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 again = key in seen
                 seen.add(key)
             except TypeError:  # unhashable key: SafeLoader reports it
                 continue
-            if again and key != "<<":
+            if again:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key {show(key)} appears twice", key_node.start_mark)
         return super().construct_mapping(node, deep)
@@ -373,16 +397,34 @@ _UniqueKeyLoader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
     list("-+0123456789."))
 
+MAX_NESTING = 100  # a config nests a few levels; PyYAML's scanner is quadratic in depth
 
-def parse_yaml(text: str):
-    """YAML text as the config loader reads it (unique keys, exponent floats), no objects."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)
+
+class _TooDeep(yaml.YAMLError):
+    problem, problem_mark = f"nested too deeply (over {MAX_NESTING} levels)", None
+
+
+def parse_yaml(text: str) -> Any:
+    """YAML (or JSON) text -> plain data as the config loader reads it (unique keys, exponent
+    floats); a SafeLoader, so it builds no objects. yaml.YAMLError on malformed text,
+    including text nested too deeply to parse: brackets are counted first (2,000 levels took
+    PyYAML 2 s to refuse by RecursionError)."""
+    depth = deepest = 0
+    for bracket in re.findall(r"[\[\]{}]", text):
+        depth = depth + 1 if bracket in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    if deepest > MAX_NESTING:
+        raise _TooDeep()
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)
+    except RecursionError:  # deep by indentation
+        raise _TooDeep() from None
 
 
 def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bytes(path, MAX_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except OSError as err:
@@ -390,12 +432,12 @@ def read_yaml(path: str | Path) -> dict:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
-        raw = parse_yaml(text)  # a SafeLoader: builds no objects
+        raw = parse_yaml(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        line = f" line {mark.line + 1}" if mark is not None else ""
+        line = f" line {mark.line + 1}:" if mark is not None else ""
         problem = getattr(err, "problem", None) or "malformed YAML"
-        raise ConfigError(f"{path}:{line}: {problem}") from None
+        raise ConfigError(f"{path}:{line} {problem}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     return raw
@@ -407,19 +449,24 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
         key, sep, text = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ConfigError(f"--set {item}: expected KEY=VALUE")
+            raise ConfigError(f"--set {clip(item)}: expected KEY=VALUE")
+        parts = key.split(".")
+        if not all(part.strip() for part in parts):
+            raise ConfigError(f"--set {clip(key)}: a key path with an empty part; expected "
+                              "dotted names such as model.beta")
         try:
             value = parse_yaml(text)
-        except yaml.YAMLError:
-            raise ConfigError(f"--set {key}: value {show(text)} is not valid YAML") from None
+        except yaml.YAMLError as err:
+            why = getattr(err, "problem", None)
+            raise ConfigError(f"--set {clip(key)}: value {show(text)} is not valid YAML"
+                              + (f" ({why})" if why else "")) from None
         node = raw
-        parts = key.split(".")
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
             if not isinstance(child, dict):
-                raise ConfigError(f"--set {key}: {part} is not a section")
+                raise ConfigError(f"--set {clip(key)}: {clip(part)} is not a section")
             node = child
         node[parts[-1]] = value
     return raw
@@ -442,12 +489,26 @@ def _given(sections: dict, raw: dict, overrides) -> frozenset:
         given |= {f"{name}.{key}" for key in raw.get(name) or {}
                   if getattr(section, key) != getattr(default, key)}
     return frozenset(given)
+def output_path(text: str, where: str = "output.path") -> str:
+    """A results file path, `~` expanded; ConfigError if it cannot be one: a directory, or a
+    name that its own parts or job-script folder (`<stem>.parts`, `<stem>.jobs`) would take,
+    found only after every job has run."""
+    path = os.path.expanduser(text)
+    name = Path(path).name
+    if name in ("", ".", "..") or path.endswith(("/", os.sep)) or os.path.isdir(path):
+        raise ConfigError(f"{where}: {clip(text)} is a directory; give a results file such "
+                          "as results/sweep.nc")
+    if Path(path).suffix in (".parts", ".jobs"):
+        raise ConfigError(f"{where}: {clip(text)} is the name of the folder sweep keeps "
+                          f"beside a results file; give a file such as results/sweep.nc")
+    return path
 
 
 def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
         if key not in TOP_KEYS:
-            raise ConfigError(f"{key}: unknown top-level key (allowed: {', '.join(TOP_KEYS)})")
+            raise ConfigError(f"{clip(key)}: unknown top-level key (allowed: "
+                              f"{', '.join(TOP_KEYS)})")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("name: required, a non-empty string naming the outputs")
@@ -458,8 +519,7 @@ def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] 
     output = build_section(Output, raw.get("output"), "output")
     if not output.path.isprintable():
         raise ConfigError(f"output.path: {show(output.path)} contains control characters")
-    if not output.path:
-        output = replace(output, path=f"results/{name}.nc")
+    output = replace(output, path=output_path(output.path or f"results/{name}.nc"))
     grid = raw.get("grid") or {}
     if not isinstance(grid, dict):
         raise ConfigError(f"grid: expected a mapping of axes, got {show(grid)}")

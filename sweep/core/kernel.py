@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sweep.core.grid import Job
+from sweep.core.grid import Job, kinds
 from sweep.core.layers import cost as layer_cost
 from sweep.kernels.codes import N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
 
@@ -115,26 +115,36 @@ def job_flop(job: Job) -> float:
 
 
 def job_bytes(job: Job, positions: str = "none") -> int:
-    """Bytes one job holds: state, stages, scratch, series and positions. "rows" jobs
-    (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its weights); a "blocked"
-    job holds a [TILE, n] tile of it (and 4 n-vectors) per thread, counted here for one
-    thread (a job sharing its tiles over T threads holds less than T one-thread jobs, which
-    is what resources.need budgets); a symmetric one an n x n matrix and a few n-vectors per
-    tile instead; every path, the cluster-resolved observables' scratch (O(n d),
-    kernels/groups.py). Stage buffers count as a step touches them (1 for euler, 5 for rk4: pages
-    never written take no memory). Checked against the peak resident memory a job adds
-    (docs/performance.md). A layer model: sweep.core.layers.cost."""
+    """Bytes one job holds: state, stages, scratch, series and positions (job_memory)."""
+    return sum(job_memory(job, positions).values())
+
+
+def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
+    """Bytes one job holds, by the config key that drives them: model.n (state, stages,
+    scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions.
+
+    "rows" jobs (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its
+    weights); a "blocked" job holds a [TILE, n] tile of it (and 4 n-vectors) per thread,
+    counted here for one thread (a job sharing its tiles over T threads holds less than T
+    one-thread jobs, which is what resources.need budgets); a symmetric one an n x n matrix
+    and a few n-vectors per tile instead; every path, the cluster-resolved observables'
+    scratch (O(n d), kernels/groups.py). Stage buffers count as a step touches them (1 for
+    euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
+    memory a job adds (docs/performance.md). The general kernel holds per head a beta and two
+    scratch numbers, and with matrices the [heads, d, d] score and value matrices twice
+    (drawn or read, then copied for the kernel) and [heads, n, d] keys and values. A layer
+    model: sweep.core.layers.cost.memory."""
     if job.model.layers is not None:
-        return layer_cost.nbytes(job, positions)
+        return layer_cost.memory(job, positions)
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
     plan = kernel_plan(job)
     stages = 5 if job.integrate.method == "rk4" else 1
-    # x, working copies, stages; the general kernel's per-head keys and values
     m = job.model
-    heads = 0 if plan.strategy != "general" or m.qk == m.v == "identity" else 2 * m.heads
-    copies = {"general": 1, "rows": 2, "blocked": 3}[plan.strategy] + stages + heads
+    matrices = plan.strategy == "general" and not m.qk == m.v == "identity"
+    per_head = 0 if plan.strategy != "general" else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
+    copies = {"general": 1, "rows": 2, "blocked": 3}[plan.strategy] + stages
     if plan.symmetric:
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // plan.tile)
@@ -143,13 +153,17 @@ def job_bytes(job: Job, positions: str = "none") -> int:
         square = {"general": 0, "rows": 2 * n * n * 8,
                   "blocked": min(plan.tile, n) * n * item + 4 * n * 8}[plan.strategy]
     resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
-    return copies * n * d * 8 + 5 * n * 8 + saves * N_OBS * 8 + traj + square + resolved
+    return {"model.n": copies * n * d * 8 + 5 * n * 8 + square + resolved,
+            "model.heads": per_head + 2 * m.heads * n * d * 8 * matrices,
+            "integrate.t_max": saves * N_OBS * 8, "output.positions": traj}
 
 
 def estimate(jobs: list[Job], positions: str = "none") -> Cost:
-    flop = sum(job_flop(j) for j in jobs)
-    peak = max(job_bytes(j, positions) for j in jobs) / 2**20
-    seconds = sum(job_flop(j) / NOMINAL_FLOPS[kernel_plan(j).strategy] for j in jobs)
+    flop = peak = seconds = 0.0
+    for job, count in kinds(jobs):  # a job's cost does not depend on its seed or start
+        flop += count * job_flop(job)
+        peak = max(peak, job_bytes(job, positions) / 2**20)
+        seconds += count * job_flop(job) / NOMINAL_FLOPS[kernel_plan(job).strategy]
     return Cost(flop / 1e9, peak, seconds)
 
 
@@ -162,7 +176,7 @@ def cold_compile_seconds(variants: list[str]) -> float:
 def variants(jobs: list[Job]) -> dict[str, KernelPlan]:
     """The distinct compiled variants `jobs` call, by name, in a stable order."""
     found = {}
-    for job in jobs:
+    for job, _ in kinds(jobs):  # the kernel does not depend on a job's seed or start
         plan = kernel_plan(job)
         found.setdefault(plan.variant, plan)
     return dict(sorted(found.items()))

@@ -2,11 +2,12 @@
 
 A lock is `<dir>/<job id>.lock`, a hard link to the owner's record (atomic on local disks and
 on NFS v3+, unlike flock on some cluster file systems; O_CREAT | O_EXCL where links are not
-supported), holding the owner's host, pid and a random token. The owner refreshes its locks'
-mtime every `HEARTBEAT` seconds. A lock is stale, and may be broken, when its owner is a dead
-process on this host or when it has not been refreshed for `STALE_AFTER` seconds (an owner on
-another host that crashed). One owner's locks share one inode: a lock file is created, renamed
-or removed, never written in place.
+supported), holding the owner's host, pid and a random token. A link that fails with EEXIST
+is checked against the owner's record (same inode: ours), as open(2) advises on NFS. The
+owner refreshes its locks' mtime every `HEARTBEAT` seconds. A lock is stale, and may be
+broken, when its owner is a dead process on this host or when it has not been refreshed for
+`STALE_AFTER` seconds (an owner on another host that crashed). One owner's locks share one
+inode: a lock file is created, renamed or removed, never written in place.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ class JobLocks:
                 os.link(record, self.path(name))
                 return True
             except FileExistsError:
-                return False
+                return self._linked(record, name)
             except FileNotFoundError:
                 if attempt or not self._forget(record):
                     raise  # the directory itself is gone
@@ -142,6 +143,16 @@ class JobLocks:
                 self._drop_record()
                 return self._create_exclusive(name)
         raise AssertionError("unreachable")
+
+    def _linked(self, record: Path, name: str) -> bool:
+        """Whether the lock that exists is our record after all. Over NFS a link() whose
+        reply was lost is sent again, and the retry fails with EEXIST although the first
+        one made the link: the NFS-safe rule of open(2) is to look at the files themselves
+        rather than trust the error."""
+        try:
+            return os.path.samestat(os.stat(record), os.stat(self.path(name)))
+        except OSError:
+            return False
 
     def _written_record(self) -> Path:
         with self._mutex:

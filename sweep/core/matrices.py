@@ -25,25 +25,28 @@ def orthogonal(heads: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
 
 
-def _one(key: str, spec: str, heads: int, d: int, rng, source: Path | None):
+def _one(key: str, spec: str, heads: int, d: int, rng, source: Path | None, digests: dict):
     if spec in ("identity", "none"):
         return None
     if spec == "gaussian":
         return gaussian(heads, d, rng)
     if spec == "orthogonal":
         return orthogonal(heads, d, rng)
-    return inputs.matrix(key, spec, source, d, heads)
+    return inputs.matrix(key, spec, source, d, heads, digests.get(key))
 
 
-def attention(model, rng: np.random.Generator, source: Path | None = None):
-    """(qk, v): each [heads, d, d], or None for the identity. qk is drawn before v."""
-    qk = _one("model.qk", model.qk, model.heads, model.d, rng, source)
+def attention(model, rng: np.random.Generator, source: Path | None = None,
+              digests: dict | None = None):
+    """(qk, v): each [heads, d, d], or None for the identity. qk is drawn before v.
+    digests: key -> the content digest a file must have (a job's, see inputs.load)."""
+    qk = _one("model.qk", model.qk, model.heads, model.d, rng, source, digests or {})
     if model.v == "qk":
         return qk, qk
-    return qk, _one("model.v", model.v, model.heads, model.d, rng, source)
+    return qk, _one("model.v", model.v, model.heads, model.d, rng, source, digests or {})
 
 
-def ffn(model, rng: np.random.Generator, source: Path | None = None):
+def ffn(model, rng: np.random.Generator, source: Path | None = None,
+        digests: dict | None = None):
     """W: [d, d] (v_i += W x_i), or None."""
-    w = _one("model.ffn", model.ffn, 1, model.d, rng, source)
+    w = _one("model.ffn", model.ffn, 1, model.d, rng, source, digests or {})
     return None if w is None else w.reshape(model.d, model.d)

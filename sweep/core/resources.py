@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.core.config import ConfigError
-from sweep.core.grid import Job
-from sweep.core.kernel import job_bytes
+from sweep.core.grid import Job, kinds
+from sweep.core.kernel import job_memory
 from sweep.kernels.codes import OBSERVABLES
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
@@ -27,32 +27,35 @@ class Need:
     per_job: int      # bytes one running job holds (state, scratch, series, positions)
     workers: int      # jobs asked to run at once
     merged: int       # bytes to assemble and write the merged dataset (0 if not merged)
-    culprit: str      # the config key that drives the larger need
+    job_culprit: str  # the config key that drives a job's need
+    merge_culprit: str  # ... and the merged dataset's
 
 
 def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> Need:
     """Estimate the peak memory of running `jobs` on `workers` threads, then merging them."""
-    if not jobs:
-        return Need(0, 0, 0, "grid")
-    largest = max(jobs, key=lambda j: job_bytes(j, positions))
-    n, d = largest.model.n, largest.model.d
-    holds = job_bytes(largest, positions)
-    per_job = holds + 4 * n * d * 8  # + drawing the start
-    saves = max(j.integrate.n_saves for j in jobs)
-    series = len(jobs) * saves * len(OBSERVABLES) * 8
+    count, saves, shapes, parts, n, d = 0, 0, set(), {}, 0, 0
+    for job, times in kinds(jobs):  # memory does not depend on a job's seed
+        count += times
+        saves = max(saves, job.integrate.n_saves)
+        shapes.add((job.model.n, job.model.d))
+        holds = job_memory(job, positions)
+        if sum(holds.values()) > sum(parts.values()):
+            parts, n, d = holds, job.model.n, job.model.d
+    if not count:
+        return Need(0, 0, 0, "grid", "grid")
+    per_job = sum(parts.values()) + 4 * n * d * 8  # + drawing the start
+    series = count * saves * len(OBSERVABLES) * 8
     pos = 0
-    if positions != "none" and len({(j.model.n, j.model.d) for j in jobs}) == 1:
-        pos = len(jobs) * (saves if positions == "trajectory" else 1) * n * d * 8
+    if positions != "none" and len(shapes) == 1:
+        pos = count * (saves if positions == "trajectory" else 1) * n * d * 8
     # parts read back + the stacked array + one reshaped copy per variable while writing
-    merged_bytes = 3 * series + 2 * pos + len(jobs) * JOB_OBJECT_BYTES if merged else 0
-    workers = max(1, min(workers, len(jobs)))
-    traj = holds - job_bytes(largest, "none")
-    if merged_bytes > per_job:
-        culprit = "output.positions" if 2 * pos > 3 * series else "grid"
-    else:
-        culprit = ("output.positions" if 2 * traj > per_job
-                   else "model.d" if d > n else "model.n")
-    return Need(per_job, workers, merged_bytes, culprit)
+    merged_bytes = 3 * series + 2 * pos + count * JOB_OBJECT_BYTES if merged else 0
+    workers = max(1, min(workers, count))
+    job_culprit = max(parts, key=parts.get)
+    if job_culprit == "model.n" and d > n:
+        job_culprit = "model.d"
+    merge_culprit = "output.positions" if 2 * pos > 3 * series else "grid"
+    return Need(per_job, workers, merged_bytes, job_culprit, merge_culprit)
 
 
 def available_cpus() -> int:
@@ -65,8 +68,8 @@ def available_cpus() -> int:
 
 
 def available_memory() -> int | None:
-    """Bytes this process may still allocate: MemAvailable, capped by a cgroup limit."""
-    limits = [_meminfo_available(), _cgroup_free()]
+    """Bytes this process may still allocate: MemAvailable, capped by its cgroups' limits."""
+    limits = [_meminfo_available(), cgroup_free()]
     found = [x for x in limits if x is not None]
     return min(found) if found else None
 
@@ -84,30 +87,105 @@ def _meminfo_available() -> int | None:
         return None
 
 
-def _cgroup_free() -> int | None:
-    """Limit minus usage of this process's cgroup (v2, else v1); None if unlimited."""
-    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
-                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
-        try:
-            cap = Path(limit).read_text().strip()
-            used = int(Path(usage).read_text().strip())
-        except (OSError, ValueError):
+# (limit file, usage file) of the memory controller, cgroup v2 and v1
+_CGROUP_FILES = {2: ("memory.max", "memory.current"),
+                 1: ("memory.limit_in_bytes", "memory.usage_in_bytes")}
+_UNLIMITED = 2**60  # v1 writes "no limit" as a page-rounded 2^63 - 1
+
+
+def cgroup_free(proc: Path = Path("/proc/self"), root: Path = Path("/")) -> int | None:
+    """Limit minus usage, the smallest over this process's own memory cgroup and every cgroup
+    above it (a SLURM step's cgroup nests in its job's: .../job_N/step_M, each may be
+    limited), for cgroup v2 and v1; None if no limit is found. proc and root: where
+    /proc/self and / are (tests give a fake tree)."""
+    free = []
+    for version, directory, top in _memory_cgroups(proc, root):
+        limit_name, usage_name = _CGROUP_FILES[version]
+        while True:
+            limit = _read_int(directory / limit_name)
+            usage = _read_int(directory / usage_name)
+            if limit is not None and usage is not None and limit < _UNLIMITED:
+                free.append(max(limit - usage, 0))
+            if directory == top or top not in directory.parents:
+                break
+            directory = directory.parent
+    return min(free) if free else None
+
+
+def _memory_cgroups(proc: Path, root: Path) -> list[tuple[int, Path, Path]]:
+    """(version, this process's cgroup folder, the mount it lies under) per memory hierarchy.
+
+    /proc/self/cgroup names the cgroup ("0::/path" on v2, "N:...memory...:/path" on v1);
+    /proc/self/mountinfo says where that hierarchy is mounted and which of its paths is the
+    mount's root (a container sees its own cgroup as "/")."""
+    try:
+        lines = (proc / "cgroup").read_text().splitlines()
+    except OSError:
+        return []
+    mounts = _cgroup_mounts(proc)
+    found = []
+    for line in lines:
+        _, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        version = 2 if controllers == "" else 1 if "memory" in controllers.split(",") else 0
+        if not version or not path.startswith("/"):
             continue
-        if cap.isdigit() and int(cap) < 2**60:
-            return max(int(cap) - used, 0)
-    return None
+        mount, inside = mounts.get(version, (_DEFAULT_MOUNTS[version], "/"))
+        top = root / mount.lstrip("/")
+        relative = os.path.relpath(path, inside)
+        found.append((version, top if relative == "." or relative.startswith("..")
+                      else top / relative, top))
+    return found
+
+
+_DEFAULT_MOUNTS = {2: "/sys/fs/cgroup", 1: "/sys/fs/cgroup/memory"}
+
+
+def _cgroup_mounts(proc: Path) -> dict[int, tuple[str, str]]:
+    """version -> (mount point, the cgroup path mounted there) of the memory hierarchies."""
+    mounts = {}
+    try:
+        lines = (proc / "mountinfo").read_text().splitlines()
+    except OSError:
+        return mounts
+    for line in lines:
+        fields, _, tail = line.partition(" - ")
+        fields, tail = fields.split(), tail.split()
+        if len(fields) < 5 or len(tail) < 3:
+            continue
+        if tail[0] == "cgroup2":
+            mounts.setdefault(2, (fields[4], fields[3]))
+        elif tail[0] == "cgroup" and "memory" in tail[2].split(","):
+            mounts.setdefault(1, (fields[4], fields[3]))
+    return mounts
+
+
+def _read_int(path: Path) -> int | None:
+    """A cgroup file's number; None if missing, unreadable or "max" (no limit)."""
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def check(need: Need, available: int | None) -> None:
     """ConfigError naming the likely culprit if one job or the merge cannot fit at all."""
     if available is None or max(need.per_job, need.merged) <= available:
         return
+    culprit = need.job_culprit if need.per_job > available else need.merge_culprit
     raise ConfigError(
-        f"{need.culprit}: this sweep needs about {max(need.per_job, need.merged) / GiB:.3g} GiB "
+        f"{culprit}: this sweep needs about {max(need.per_job, need.merged) / GiB:.3g} GiB "
         f"of memory (one job {need.per_job / GiB:.3g} GiB, merged dataset "
         f"{need.merged / GiB:.3g} GiB), more than the {available / GiB:.3g} GiB available; "
-        "use fewer tokens, saves or jobs, or output.positions: none")
+        f"{REMEDIES[culprit]}")
+
+
+REMEDIES = {"model.n": "use fewer tokens", "model.d": "use a smaller dimension",
+            "model.heads": "use fewer heads",
+            "integrate.t_max": "save fewer times (a shorter t_max or a larger save_every)",
+            "output.positions": "use output.positions: final or none",
+            "grid": "split the grid into several configs"}
 
 
 def workers_that_fit(need: Need, available: int | None) -> int:

@@ -60,8 +60,9 @@ def initial_state(job: Job) -> np.ndarray:
     """[n, d]: unit rows, except a file's rows for a layer model whose blocks normalise
     (norm: post | pre | peri), which take them as they are (hidden states)."""
     m, init = job.model, job.init
-    as_is = m.layers is not None and m.norm != "sphere"
-    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed, unit=not as_is)
+    as_is = m.layers is not None and m.norm != "sphere"  # hidden states, taken as they are
+    given = (inputs.start(init.path, job.source, m.n, m.d, job.seed,
+                          job.digests.get("init.path"), unit=not as_is)
              if init.kind == "file" else None)
     return states.draw(init, m.n, m.d, start_rng(job), given)
 
@@ -76,8 +77,8 @@ def job_dynamics(job: Job) -> Dynamics:
     betas times the beta_scale factor."""
     m = job.model
     qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
-                               job.source)
-    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source)
+                               job.source, job.digests)
+    ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source, job.digests)
     f = m.beta_factor
     head_beta = None if m.head_beta is None else [b * f for b in m.head_beta]
     return dynamics(m.attention, m.beta * f, heads=m.heads, head_beta=head_beta, qk=qk, v=v,

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from sweep.core.grid import kinds
+
 # layer: x <- normalize(x + dt v) moves x toward v = A x (a convex combination of tokens
 # under softmax), so it converges near consensus for every dt > 0
 STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf}
@@ -62,17 +64,18 @@ def job_hint(model, integ) -> str:
 def warnings(jobs) -> list[str]:
     """One line per problem and (attention, method, dt, dtype), stated for its largest beta."""
     groups: dict[tuple, list] = {}
-    for job in jobs:
+    for job, count in kinds(jobs):  # a job's steps do not depend on its seed
         model, integ = job.model, job.integrate
         hint = job_hint(model, integ)
         if hint:
             key = (hint.partition(":")[0], model.attention, integ.method, integ.dt, integ.dtype)
-            groups.setdefault(key, []).append(job)
+            groups.setdefault(key, []).append((job, count))
     lines = []
     for group in groups.values():
-        betas = [j.model.beta for j in group]
-        worst = group[betas.index(max(betas))]
+        betas = [j.model.beta for j, _ in group]
+        worst = group[betas.index(max(betas))][0]
         span = f"beta {min(betas):g} to {max(betas):g}" if len(set(betas)) > 1 else \
             f"beta {betas[0]:g}"
-        lines.append(f"{job_hint(worst.model, worst.integrate)} [{len(group)} job(s), {span}]")
+        jobs_in = sum(count for _, count in group)
+        lines.append(f"{job_hint(worst.model, worst.integrate)} [{jobs_in} job(s), {span}]")
     return lines

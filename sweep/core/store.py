@@ -29,8 +29,9 @@ import numpy as np
 import yaml
 
 from sweep._version import __version__
-from sweep.core.config import Config
+from sweep.core.config import Config, clip
 from sweep.core.coords import coordinates, int32, status_flags
+from sweep.core.files import read_npz
 from sweep.core.grid import Job, axes, expand
 from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.errors import StoreError
@@ -127,24 +128,28 @@ class Store:
         return self.dir / f"{job.id}.npz"
 
     def read(self, job: Job) -> Part | None:
-        """The job's part, None if there is none; StoreError if it is damaged or foreign."""
+        """The job's part, None if there is none; StoreError if it is damaged or foreign
+        (a part is read only as far as its headers match the job: a claimed huge shape, a
+        FIFO or a folder in its place are damaged, never read)."""
         path = self.path(job)
         try:
-            with np.load(path, allow_pickle=False) as f:
-                meta = json.loads(str(f["meta"]))
-                obs = f["observables"] if "observables" in f.files else None
-                pos = f["positions"] if "positions" in f.files else None
-                part = Part(obs, int(f["status"]), float(f["wall_seconds"]), pos, meta)
+            f = read_npz(path, part_members(job))
+            meta = json.loads(str(f["meta"]))
+            part = Part(f.get("observables"), int(f["status"]), float(f["wall_seconds"]),
+                        f.get("positions"), meta)
         except FileNotFoundError:
             return None
         except PermissionError as err:
             raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
-            raise StoreError(f"{path}: damaged result part ({err})") from None
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
+                RecursionError) as err:
+            why = err.strerror if isinstance(err, OSError) and err.strerror else err
+            raise StoreError(f"{path}: damaged result part ({why})") from None
         if not isinstance(meta, dict) or meta.get("job_id") != job.id:
             found = meta.get("job_id") if isinstance(meta, dict) else None
-            raise StoreError(f"{path}: foreign result part (holds job {found}, not {job.id})")
-        problem = _part_problem(part, job)
+            raise StoreError(f"{path}: foreign result part (holds job {clip(found)}, not "
+                             f"{job.id})")
+        problem = _part_problem(part)
         if problem:
             raise StoreError(f"{path}: damaged result part ({problem})")
         return part
@@ -191,6 +196,7 @@ class Store:
             self.dir.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
                 np.savez(f, meta=np.array(json.dumps(meta, default=str)), **arrays)
+            _set_aside(final)
             os.replace(tmp, final)
         except OSError as err:
             raise StoreError(f"{self.dir}: cannot write result part ({_reason(err)})") from None
@@ -215,6 +221,13 @@ class Store:
 
 def _reason(err: OSError) -> str:
     return err.strerror or type(err).__name__
+
+
+def _set_aside(path: Path) -> None:
+    """A folder where a part belongs is damage a rename cannot replace: move it aside (its
+    contents kept, under a name no reader looks for) so that the part can be written."""
+    if path.is_dir() and not path.is_symlink():
+        os.rename(path, path.with_name(f"{path.name}.{owner_tag()}.damaged"))
 
 
 def _discard(path: Path) -> None:
@@ -242,19 +255,21 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def _part_problem(part: Part, job: Job) -> str:
-    """Why a part cannot belong to `job` (wrong status or shapes), or '' if it can."""
+def _part_problem(part: Part) -> str:
+    """Why a part whose arrays have the job's shapes cannot be its result, or ''."""
     if part.status not in (STATUS_OK, STATUS_NONFINITE, STATUS_FAILED):
         return f"status {part.status}"
-    want = (len(_times(job)), len(columns(job)))
-    if not part.failed and (part.observables is None or part.observables.shape != want):
-        got = None if part.observables is None else part.observables.shape
-        return f"observables of shape {got}, expected {want}"
-    pos = part.positions
-    if pos is not None and (pos.ndim not in (2, 3) or pos.shape[-2:] != (job.model.n,
-                                                                          job.model.d)):
-        return f"positions of shape {pos.shape}"
+    if not part.failed and part.observables is None:
+        return "no observables"
     return ""
+
+
+def part_members(job: Job) -> dict[str, tuple[str, list[tuple]]]:
+    """What each array of a job's part may be: (dtype kinds, shapes)."""
+    saves, n, d = len(_times(job)), job.model.n, job.model.d  # saves, or layers 0..L
+    return {"meta": ("U", [()]), "status": ("iu", [()]), "wall_seconds": ("f", [()]),
+            "observables": ("f", [(saves, len(columns(job)))]),
+            "positions": ("f", [(n, d), (saves, n, d)])}
 
 
 # ---------------------------------------------------------------- merge
@@ -434,6 +449,10 @@ def write_dataset(ds, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_abandoned(path.parent, f".{glob.escape(path.name)}.*.tmp")
+        tmp.open("wb").close()  # a folder we may not write says so here, with its errno
+    except OSError as err:
+        raise StoreError(f"{path}: cannot write results ({_reason(err)})") from None
+    try:
         ds, encoding = cf_ready(ds)
         ds.to_netcdf(tmp, engine="netcdf4", format="NETCDF4", encoding=encoding)
         os.replace(tmp, path)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sweep.core.config import ConfigError
+from sweep.core.config import ConfigError, clip
 from sweep.core.grid import check_shard
 from sweep.core.resources import available_cpus
 
@@ -30,13 +30,22 @@ class Shard:
 
 # ---------------------------------------------------------------- shard from the environment
 
+def integer(text: str) -> int | None:
+    """The ASCII decimal integer `text` (sign and surrounding spaces allowed), else None.
+    str.isdigit() and int() accept other digits (superscript two, Arabic-Indic numerals,
+    1_000); a scheduler's variables never hold them, so they are mistakes to report."""
+    text = text.strip()
+    digits = text[1:] if text[:1] in "+-" else text
+    return int(text) if digits.isascii() and digits.isdigit() else None
+
+
 def parse_shard(spec: str, where: str = "--shard") -> tuple[int, int]:
     """'I/K' -> (I, K) with 0 <= I < K."""
     i, sep, k = spec.partition("/")
-    if not sep or not i.strip().isdigit() or not k.strip().isdigit():
-        raise ConfigError(f"{where} {spec}: expected I/K with integers, e.g. 0/4")
-    i, k = int(i), int(k)
-    check_shard(i, k, f"{where} {spec}")
+    i, k = integer(i), integer(k)
+    if not sep or i is None or k is None:
+        raise ConfigError(f"{where} {clip(spec)}: expected I/K with integers, e.g. 0/4")
+    check_shard(i, k, f"{where} {clip(spec)}")
     return i, k
 
 
@@ -49,11 +58,11 @@ def _ints(env: Mapping[str, str], names: tuple[str, ...], scheduler: str) -> lis
         missing = ", ".join(n for n in names if n not in present)
         raise ConfigError(f"{scheduler} array variables incomplete: {', '.join(present)} set "
                           f"but {missing} not; pass --shard I/K or set SWEEP_SHARD=I/K")
-    try:
-        return [int(env[n]) for n in names]
-    except ValueError:
-        shown = ", ".join(f"{n}={env[n]}" for n in names)
-        raise ConfigError(f"{scheduler} array variables are not integers: {shown}") from None
+    values = [integer(env[n]) for n in names]
+    if None in values:
+        shown = ", ".join(f"{n}={clip(env[n], 20)}" for n in names)
+        raise ConfigError(f"{scheduler} array variables are not integers: {shown}")
+    return values
 
 
 def _checked(i: int, k: int, scheduler: str, names: str) -> tuple[int, int]:
@@ -66,10 +75,10 @@ def _shards_from(env: Mapping[str, str], scheduler: str, index_var: str) -> int:
     if not env.get("SWEEP_SHARDS", "").strip():
         raise ConfigError(f"{scheduler} array task ({index_var} set) but SWEEP_SHARDS is not: "
                           "export SWEEP_SHARDS=K (sweep submit writes it into its scripts)")
-    try:
-        return int(env["SWEEP_SHARDS"])
-    except ValueError:
-        raise ConfigError(f"SWEEP_SHARDS={env['SWEEP_SHARDS']}: expected an integer") from None
+    count = integer(env["SWEEP_SHARDS"])
+    if count is None:
+        raise ConfigError(f"SWEEP_SHARDS={clip(env['SWEEP_SHARDS'])}: expected an integer")
+    return count
 
 
 def _slurm(env) -> tuple[int, int] | None:
@@ -138,7 +147,12 @@ def task_cpus(env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     cpus = available_cpus()
     for var in ("SLURM_CPUS_PER_TASK", "NCPUS", "NSLOTS", "LSB_DJOB_NUMPROC"):
-        value = env.get(var, "").strip()
-        if value.isdigit() and int(value) > 0:
-            return min(cpus, int(value))
+        text = env.get(var, "").strip()
+        if not text:
+            continue
+        value = integer(text)
+        if value is None or value < 1:
+            raise ConfigError(f"{var}={clip(text)}: expected a positive integer (the CPUs "
+                              "the scheduler gave this task)")
+        return min(cpus, value)
     return cpus

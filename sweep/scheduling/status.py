@@ -4,11 +4,12 @@ another config, and the shards of a K-task array to rerun."""
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from sweep.core.config import clip
+from sweep.core.files import read_npz
 from sweep.core.grid import Job
 from sweep.core.store import Store, StoreError
 
@@ -60,9 +61,9 @@ def stray_parts(jobs: list[Job], store: Store) -> list[Path]:
 def part_config_hash(path: Path) -> str:
     """The config hash a part was written under ('?' when unreadable)."""
     try:
-        with np.load(path, allow_pickle=False) as f:
-            return str(json.loads(str(f["meta"])).get("config_hash", "?"))
-    except (OSError, ValueError, KeyError, EOFError):
+        meta = json.loads(str(read_npz(path, {"meta": ("U", [()])})["meta"]))
+        return clip(str(meta.get("config_hash", "?")), 20)
+    except (OSError, ValueError, KeyError, AttributeError, RecursionError, zipfile.BadZipFile):
         return "?"
 
 

@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sweep.core.config import clip
 from sweep.core.store import beside
 from sweep.kernels import cache
 from sweep.scheduling.shards import SchedulerError
@@ -35,7 +36,8 @@ class Scheduler:
 
     Templates take {name}, {log}, {workdir}, {range} (first-last in the scheduler's own
     numbering), {throttle}, {parallel} and {id}; a template naming {parallel} or {throttle}
-    is dropped or left empty without --parallel.
+    is dropped or left empty without --parallel. Paths are filled in quoted: for the shell in
+    script lines and printed commands (shlex), for the scheduler in directives (directive).
     """
 
     name: str
@@ -172,12 +174,35 @@ def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: in
                 SCHEDULERS[scheduler])
 
 
-def _fill(template: str, plan: Plan, **more: object) -> str:
+def _fill(template: str, plan: Plan, quote=shlex.quote, **more: object) -> str:
+    """The template with the plan's values; `quote` quotes the paths (workdir, log)."""
     s = plan.scheduler
     throttle = f"%{plan.parallel}" if plan.parallel else ""
     last = s.first + plan.shards - 1
-    return template.format(workdir=plan.workdir, throttle=throttle, parallel=plan.parallel,
-                           range=_span(s.first, last), **more)
+    paths = {k: quote(str(v)) for k, v in {"workdir": plan.workdir, **more}.items()
+             if k in ("workdir", "log")}
+    return template.format(**{**more, **paths}, throttle=throttle, parallel=plan.parallel,
+                           range=_span(s.first, last))
+
+
+_PLAIN = re.compile(r"[\w@%+=:,./^$-]*", re.ASCII)
+
+
+def directive(value: str) -> str:
+    """A path as a directive's argument: as it is if plain, else in double quotes, which
+    sbatch, qsub (PBS, SGE) and bsub all read as one argument, spaces, $ and # included
+    (directives are never run by a shell). A double quote, backslash or newline in it has
+    no spelling every scheduler reads alike, and is refused."""
+    if any(c in value for c in '"\\\n'):
+        raise SchedulerError(f"{clip(value)}: a path with a double quote, backslash or "
+                             "newline cannot be written into job-script directives")
+    return value if _PLAIN.fullmatch(value) else f'"{value}"'
+
+
+def job_name(name: str) -> str:
+    """A config name as a job name: schedulers take letters, digits and _.- (PBS refuses
+    spaces), so anything else becomes _."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"sweep-{name}")
 
 
 def _span(first: int, last: int) -> str:
@@ -186,7 +211,7 @@ def _span(first: int, last: int) -> str:
 
 def array_script(plan: Plan) -> str:
     """The array script: task I runs shard I of K (see the scheduler's `rerun` for a subset)."""
-    s, name = plan.scheduler, f"sweep-{plan.name}"
+    s, name = plan.scheduler, job_name(plan.name)
     if plan.is_array:
         array = [t for t in s.array if plan.parallel or "{parallel}" not in t]
         shard = [f"export SWEEP_SHARDS={plan.shards}", *s.body]
@@ -205,7 +230,7 @@ def array_script(plan: Plan) -> str:
 def merge_script(plan: Plan) -> str:
     """The merge script; submitted with the scheduler's `depend` options on the array."""
     s = plan.scheduler
-    return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"sweep-{plan.name}-merge",
+    return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"{job_name(plan.name)}-merge",
                    [], plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"),
                    run="exec {cmd}")
 
@@ -213,7 +238,7 @@ def merge_script(plan: Plan) -> str:
 def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
             command: list[str], run: str | None = None) -> str:
     s = plan.scheduler
-    directives = [_fill(d, plan, name=name, log=log) for d in [*first, *s.head]]
+    directives = [_fill(d, plan, directive, name=name, log=log) for d in [*first, *s.head]]
     lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in directives + [*plan.scheduler_args]),
              "set -eu", "",
              *(_fill(line, plan) for line in body if line.startswith("export")),
@@ -279,7 +304,7 @@ def submit(plan: Plan, config_hash: str) -> tuple[str, str]:
         raise SchedulerError(f"{err} (array job {array_id} is submitted; cancel it or "
                              f"submit {merge} yourself)") from None
     record = {"scheduler": s.name, "shards": plan.shards, "array_job": array_id,
-              "merge_job": merge_id, "job_name": f"sweep-{plan.name}",
+              "merge_job": merge_id, "job_name": job_name(plan.name),
               "config_hash": config_hash,
               "submitted": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     (plan.jobs_dir / "submitted.json").write_text(json.dumps(record, indent=1) + "\n")
@@ -301,7 +326,8 @@ def rerun_lines(record: dict, shards: list[int], output: str | Path) -> list[str
         if run.isdigit() and s.min_array > 1:  # widen by a neighbour (its done jobs skip)
             i = int(run)
             run = _span(i, i + 1) if i + 1 < s.first + k else _span(i - 1, i)
-        lines.append(s.rerun.format(range=run, script=script, name=record.get("job_name", "")))
+        lines.append(s.rerun.format(range=run, script=shlex.quote(str(script)),
+                                    name=record.get("job_name", "")))
     return lines + [then]
 
 
@@ -316,6 +342,7 @@ def _recorded(record: dict) -> Scheduler:
 
 def _command(s: Scheduler, script: Path, *options: str) -> str:
     args = " ".join([s.submit[0], *options])
+    script = shlex.quote(str(script))
     return f"{args} < {script}" if s.stdin else f"{args} {script}"
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.core.config import ConfigError
+from sweep.core.config import ConfigError, clip, show
+from sweep.core.files import read_bytes
 from sweep.core.layers.transformer import gelu, layer_norm  # the layer models' own
 from sweep.trained import wordpiece
 
@@ -39,24 +40,103 @@ class ModelError(ConfigError):
 def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
     """All tensors of a .safetensors file: an 8-byte little-endian header length, a JSON
     header {name: {dtype, shape, data_offsets: [begin, end]}}, then the raw little-endian
-    data (offsets counted from the end of the header)."""
-    raw = Path(path).read_bytes()
+    data (offsets counted from the end of the header). Every entry is checked against the
+    file before a byte of it is read: offsets inside the data, their span the shape's size."""
     try:
+        raw = read_bytes(path)
         (size,) = struct.unpack("<Q", raw[:8])
+        if size > len(raw) - 8:
+            raise ValueError(f"a header of {size} bytes in a file of {len(raw)}")
         header = json.loads(raw[8:8 + size])
-        base, tensors = 8 + size, {}
-        for name, info in header.items():
-            if name == "__metadata__":
-                continue
-            dtype = np.dtype(_DTYPES[info["dtype"]])
-            begin, end = info["data_offsets"]
-            count = (end - begin) // dtype.itemsize
-            if base + end > len(raw) or count != math.prod(info["shape"]):
-                raise ValueError(f"tensor {name} does not fit its offsets")
-            tensors[name] = np.frombuffer(raw, dtype, count, base + begin).reshape(info["shape"])
-    except (struct.error, ValueError, KeyError, TypeError) as e:
+        if not isinstance(header, dict):
+            raise ValueError(f"the header is a JSON {type(header).__name__}, not an object")
+        base = 8 + size
+        return {name: _tensor(raw, base, name, info) for name, info in header.items()
+                if name != "__metadata__"}
+    except OSError as e:
+        raise ModelError(f"{path}: cannot read ({e.strerror or e})") from None
+    except (struct.error, ValueError, RecursionError) as e:
         raise ModelError(f"{path}: not a readable safetensors file ({e})") from None
-    return tensors
+
+
+def _tensor(raw: bytes, base: int, name: str, info) -> np.ndarray:
+    """One header entry's array; ValueError naming the tensor if the entry does not fit."""
+    what = f"tensor {clip(name)}"
+    if not isinstance(info, dict) or not isinstance(info.get("dtype"), str) \
+            or info["dtype"] not in _DTYPES:
+        raise ValueError(f"{what}: no dtype of {', '.join(_DTYPES)}")
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if not _ints(shape) or not _ints(offsets) or len(offsets) != 2:
+        raise ValueError(f"{what}: shape and data_offsets must be lists of integers >= 0")
+    dtype, (begin, end) = np.dtype(_DTYPES[info["dtype"]]), offsets
+    count = math.prod(shape)
+    if not begin <= end <= len(raw) - base or end - begin != count * dtype.itemsize:
+        raise ValueError(f"{what}: data_offsets {offsets} do not hold shape {shape} of "
+                         f"{info['dtype']} within the {len(raw) - base} data bytes")
+    return np.frombuffer(raw, dtype, count, base + begin).reshape(shape)
+
+
+def _ints(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+
+
+def read_config(path: Path) -> dict:
+    """config.json's sizes, checked: hidden_size, num_attention_heads dividing it,
+    num_hidden_layers, layer_norm_eps, and intermediate_size if given."""
+    try:
+        cfg = json.loads(read_bytes(path))
+    except OSError as e:
+        raise ModelError(f"{path}: cannot read ({e.strerror or e})") from None
+    except (ValueError, RecursionError) as e:
+        raise ModelError(f"{path}: not readable JSON ({clip(e, 80)})") from None
+    if not isinstance(cfg, dict):
+        raise ModelError(f"{path}: expected a JSON object")
+    sizes = {}
+    for key, low in (("hidden_size", 1), ("num_attention_heads", 1), ("num_hidden_layers", 0),
+                     ("intermediate_size", 1)):
+        value = cfg.get(key)
+        if value is None and key == "intermediate_size":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value < 2**20:
+            raise ModelError(f"{path}: {key} must be an integer >= {low}, got {show(value)}")
+        sizes[key] = value
+    if sizes["hidden_size"] % sizes["num_attention_heads"]:
+        raise ModelError(f"{path}: num_attention_heads {sizes['num_attention_heads']} does not "
+                         f"divide hidden_size {sizes['hidden_size']}")
+    eps = cfg.get("layer_norm_eps", 1e-12)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise ModelError(f"{path}: layer_norm_eps must be a number in (0, 1), got {show(eps)}")
+    return {**sizes, "layer_norm_eps": float(eps)}
+
+
+def check_shapes(t: dict[str, np.ndarray], cfg: dict, where: Path) -> None:
+    """Every tensor the forward pass uses has the shape config.json implies (ModelError
+    naming the file and the tensor), so that a wrong one fails here, not inside a product."""
+    d, layers = cfg["hidden_size"], cfg["num_hidden_layers"]
+    f = cfg.get("intermediate_size")
+    if f is None:
+        f = t.get("encoder.layer.0.intermediate.dense.weight", np.zeros((1, d))).shape[0]
+    want = {f"embeddings.{n}.weight": (None, d) for n in
+            ("word_embeddings", "position_embeddings", "token_type_embeddings")}
+    want |= {"embeddings.LayerNorm.weight": (d,), "embeddings.LayerNorm.bias": (d,)}
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for name, shape in (("attention.self.query", (d, d)), ("attention.self.key", (d, d)),
+                            ("attention.self.value", (d, d)), ("attention.output.dense", (d, d)),
+                            ("intermediate.dense", (f, d)), ("output.dense", (d, f)),
+                            ("attention.output.LayerNorm", (d,)), ("output.LayerNorm", (d,))):
+            want[p + name + ".weight"] = shape
+            want[p + name + ".bias"] = shape[:1]
+    for name, shape in want.items():
+        if name not in t:
+            raise ModelError(f"{where}: no tensor {name} (config.json: {layers} layer(s))")
+        got = t[name].shape
+        if len(got) != len(shape) or any(w is not None and g != w for g, w in zip(got, shape)) \
+                or 0 in got:
+            expected = "(" + ", ".join("n" if w is None else str(w) for w in shape) + ")"
+            raise ModelError(f"{where}: tensor {name} has shape {got}, expected {expected} "
+                             f"(config.json: hidden_size {d}, intermediate_size {f})")
 
 
 @dataclass(frozen=True)
@@ -127,23 +207,30 @@ def model_dir(model: str) -> Path:
 
 
 def load(model: str) -> Bert:
-    """A BERT from a directory holding config.json, model.safetensors and tokenizer.json."""
+    """A BERT from a directory holding config.json, model.safetensors and tokenizer.json,
+    each checked against the others (ModelError naming the file and what is wrong)."""
     path = model_dir(model)
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         if not (path / name).is_file():
             raise ModelError(f"{path}: no {name} in the model directory")
-    cfg = json.loads((path / "config.json").read_text())
+    cfg = read_config(path / "config.json")
     t = read_safetensors(path / "model.safetensors")
     t = {k.removeprefix("bert."): v for k, v in t.items()}
+    check_shapes(t, cfg, path / "model.safetensors")
     try:
-        layers = tuple(_layer(t, f"encoder.layer.{i}.") for i in range(cfg["num_hidden_layers"]))
-        e = "embeddings."
-        return Bert(model, int(cfg["num_attention_heads"]), float(cfg.get("layer_norm_eps", 1e-12)),
-                    _f(t, e + "word_embeddings.weight"), _f(t, e + "position_embeddings.weight"),
-                    _f(t, e + "token_type_embeddings.weight"), _ln(t, e + "LayerNorm."), layers,
-                    wordpiece.load(path / "tokenizer.json"))
-    except KeyError as err:
-        raise ModelError(f"{path}: missing weight or setting {err}") from None
+        tokenizer = wordpiece.load(path / "tokenizer.json")
+    except ValueError as err:  # JSON, layout or contents
+        raise ModelError(f"{path / 'tokenizer.json'}: {err}") from None
+    rows = t["embeddings.word_embeddings.weight"].shape[0]
+    if max(tokenizer.vocab.values()) >= rows:
+        raise ModelError(f"{path / 'tokenizer.json'}: token id {max(tokenizer.vocab.values())} "
+                         f"beyond the {rows} rows of embeddings.word_embeddings.weight")
+    layers = tuple(_layer(t, f"encoder.layer.{i}.") for i in range(cfg["num_hidden_layers"]))
+    e = "embeddings."
+    return Bert(model, cfg["num_attention_heads"], cfg["layer_norm_eps"],
+                _f(t, e + "word_embeddings.weight"), _f(t, e + "position_embeddings.weight"),
+                _f(t, e + "token_type_embeddings.weight"), _ln(t, e + "LayerNorm."), layers,
+                tokenizer)
 
 
 def _f(t: dict, name: str) -> np.ndarray:

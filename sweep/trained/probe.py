@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.core.config import ConfigError
-from sweep.core.store import environment
-from sweep.errors import StoreError
+from sweep.core.store import StoreError, environment
 from sweep.kernels.codes import N_GROUPS, N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
@@ -215,6 +214,17 @@ def extract(bert: Bert, directory: str | Path, controls: bool = False) -> dict:
     index.json describing them; return the index. controls: also layer{l}_qk_gaussian.npy
     and layer{l}_v_gaussian.npy, norm-matched Gaussian matrices seeded by (layer, key)."""
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"-o {directory}: exists and is not a directory (extract writes a "
+                          "folder of .npy files)")
+    try:
+        return _extract(bert, directory, controls)
+    except OSError as err:
+        raise StoreError(f"{directory}: cannot write the matrices ({err.strerror or err})")\
+            from None
+
+
+def _extract(bert: Bert, directory: Path, controls: bool) -> dict:
     directory.mkdir(parents=True, exist_ok=True)
     files = []
     for layer in range(1, len(bert.layers) + 1):

@@ -3,16 +3,22 @@
 normalise (drop control characters, space out CJK ideographs, strip accents, lower-case)
 -> split on whitespace and around punctuation -> greedy longest-match WordPiece with the
 `##` continuation prefix ([UNK] for a word that cannot be covered) -> the post-processor's
-single-sequence template, i.e. [CLS] ... [SEP]. Truncation and padding are never applied,
-whatever the file declares: every token of the text reaches the model.
+single-sequence template, i.e. [CLS] ... [SEP]. Special tokens the file adds ([CLS], [SEP],
+[MASK], ...) written in the text stay one token each, as in Hugging Face's tokenizers.
+Truncation and padding are never applied, whatever the file declares: every token of the
+text reaches the model.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+
+from sweep.core.config import clip
+from sweep.core.files import read_bytes
 
 
 @dataclass(frozen=True)
@@ -26,14 +32,28 @@ class WordPiece:
     clean_text: bool = True
     chinese_chars: bool = True
     template: tuple[str, ...] = ("[CLS]", "$A", "[SEP]")
+    specials: tuple[str, ...] = ()  # added special tokens, kept whole where the text has them
 
     def tokens(self, text: str) -> list[str]:
-        """The token strings of `text`, template tokens included."""
-        pieces = [p for word in pre_split(self.normalise(text)) for p in self.word(word)]
+        """The token strings of `text`, template tokens included. A special token written
+        in the text ([CLS], [SEP], [MASK], ...) is that one token, matched exactly before
+        normalisation, as Hugging Face's tokenizers match the added special tokens."""
+        pieces = []
+        for chunk in self._split_specials(text):
+            if chunk in self.specials:
+                pieces.append(chunk)
+            else:
+                pieces += [p for word in pre_split(self.normalise(chunk)) for p in self.word(word)]
         out = []
         for item in self.template:
             out.extend(pieces if item == "$A" else [item])
         return out
+
+    def _split_specials(self, text: str) -> list[str]:
+        if not self.specials:
+            return [text]
+        longest_first = sorted(self.specials, key=len, reverse=True)
+        return re.split("(" + "|".join(map(re.escape, longest_first)) + ")", text)
 
     def encode(self, text: str) -> list[int]:
         return [self.vocab[t] for t in self.tokens(text)]
@@ -84,23 +104,46 @@ def pre_split(text: str) -> list[str]:
 
 
 def load(path: str | Path) -> WordPiece:
-    """The tokenizer a Hugging Face `tokenizer.json` describes (BERT normaliser, WordPiece)."""
-    spec = json.loads(Path(path).read_text(encoding="utf-8"))
+    """The tokenizer a Hugging Face `tokenizer.json` describes (BERT normaliser, WordPiece);
+    ValueError saying what in it cannot be used."""
+    try:
+        spec = json.loads(read_bytes(path))
+    except (UnicodeDecodeError, RecursionError, json.JSONDecodeError) as err:
+        raise ValueError(f"not readable JSON ({err})") from None
+    except OSError as err:
+        raise ValueError(f"cannot read ({err.strerror or err})") from None
+    try:
+        return _from_spec(spec)
+    except (KeyError, TypeError, AttributeError, ValueError) as err:
+        raise ValueError(f"not a WordPiece tokenizer ({type(err).__name__}: {clip(err, 80)})")\
+            from None
+
+
+def _from_spec(spec: dict) -> WordPiece:
     model, norm = spec["model"], spec.get("normalizer") or {}
+    vocab = dict(model["vocab"])
+    if not vocab or not all(isinstance(k, str) and isinstance(i, int) and i >= 0
+                            for k, i in vocab.items()):
+        raise ValueError("model.vocab must map token strings to ids >= 0")
     lowercase = bool(norm.get("lowercase", True))
     accents = norm.get("strip_accents")
     template = ("[CLS]", "$A", "[SEP]")
     post = spec.get("post_processor") or {}
     if post.get("type") == "TemplateProcessing":
         template = tuple(_template_item(item) for item in post["single"])
+    unk = model.get("unk_token", "[UNK]")
+    specials = tuple(t["content"] for t in spec.get("added_tokens") or () if t.get("special"))
+    for token in (unk, *specials, *(t for t in template if t != "$A")):
+        if token not in vocab:
+            raise ValueError(f"special token {clip(token)} not in the vocabulary")
     return WordPiece(
-        vocab=dict(model["vocab"]), unk=model.get("unk_token", "[UNK]"),
-        prefix=model.get("continuing_subword_prefix", "##"),
+        vocab=vocab, unk=unk, prefix=str(model.get("continuing_subword_prefix", "##")),
         max_chars=int(model.get("max_input_chars_per_word", 100)), lowercase=lowercase,
         # BERT's rule: accents follow lower-casing unless the file says otherwise
         strip_accents=lowercase if accents is None else bool(accents),
         clean_text=bool(norm.get("clean_text", True)),
-        chinese_chars=bool(norm.get("handle_chinese_chars", True)), template=template)
+        chinese_chars=bool(norm.get("handle_chinese_chars", True)), template=template,
+        specials=specials)
 
 
 def _template_item(item: dict) -> str:

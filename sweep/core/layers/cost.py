@@ -1,5 +1,6 @@
 """What a layer-model job costs: counted flops and the bytes it holds (for `sweep plan` and
-the runner's memory budget), beside sweep.core.kernel.job_flop / job_bytes, which call them."""
+the runner's memory budget), beside sweep.core.kernel.job_flop / job_memory, which call
+them."""
 
 from __future__ import annotations
 
@@ -22,14 +23,17 @@ def flop(job) -> float:
     return m.layers * (attention + 4 * n * d * _width(m)) + (m.layers + 1) * attention
 
 
-def nbytes(job, positions: str = "none") -> int:
-    """Every layer's parameters (held for the whole run), a layer's working arrays (scores
-    and weights [h, n, n], keys and values [h, n, d], the FFN's hidden [n, m]), the
-    series and the positions kept."""
+def memory(job, positions: str = "none") -> dict[str, int]:
+    """Bytes a layer-model job holds, by the config key that drives them: every layer's
+    parameters, held for the whole run (model.layers; model.weights when a folder gives
+    them), a layer's working arrays (scores and weights [h, n, n], keys and values [h, n, d],
+    the FFN's hidden [n, m]: model.n), the series and the positions kept."""
     m = job.model
     n, d, h, width = m.n, m.d, m.heads, _width(m)
     matrices = 0 if m.qk == m.v == "identity" and m.weights is None else 2 * h * d * d
     per_layer = matrices + h * d + 6 * d + 2 * d * width + width
     work = 3 * h * n * n + 4 * h * n * d + 2 * n * width + 6 * n * d
-    traj = (m.layers + 1) * n * d if positions == "trajectory" else n * d
-    return 8 * (m.layers * per_layer + work + traj + (m.layers + 1) * (N_OBS + 1))
+    kept = (m.layers + 1) * n * d if positions == "trajectory" else n * d
+    params = "model.weights" if m.weights else "model.layers"
+    return {params: 8 * m.layers * per_layer + 8 * (m.layers + 1) * (N_OBS + 1),
+            "model.n": 8 * work, "output.positions": 8 * kept}

@@ -67,7 +67,7 @@ def blocks(job, rng_for) -> tuple[Block, ...]:
     if m.weights is not None:
         made = folder_blocks(m, job.source, betas)
     else:
-        made = [drawn_block(m, layer, betas[layer - 1], rng_for, job.source)
+        made = [drawn_block(m, layer, betas[layer - 1], rng_for, job.source, job.digests)
                 for layer in range(1, m.layers + 1)]
     off = parse_components(m.components)
     return tuple(switch_off(b, off, m.d) for b in made)
@@ -77,11 +77,21 @@ def _spec(spec, layer: int) -> str:
     return spec[layer - 1] if isinstance(spec, tuple) else spec
 
 
-def drawn_block(m, layer: int, betas: np.ndarray, rng_for, source) -> Block:
-    """Layer `layer` (1-based) from the qk, v and ffn specs; each layer draws its own."""
+def _layer_digests(m, layer: int, digests: dict) -> dict:
+    """The content digests a job holds for layer `layer`'s files, under matrices' keys
+    (a list of specs is digested per entry: model.qk[0], ...)."""
+    return {key: digests.get(f"{key}[{layer - 1}]" if isinstance(getattr(m, key[6:]), tuple)
+                             else key) for key in ("model.qk", "model.v", "model.ffn")}
+
+
+def drawn_block(m, layer: int, betas: np.ndarray, rng_for, source, digests=None) -> Block:
+    """Layer `layer` (1-based) from the qk, v and ffn specs; each layer draws its own.
+    digests: the job's (sweep.core.grid.Job.digests), which every file read must match."""
     qk, v = _spec(m.qk, layer), _spec(m.v, layer)
+    mine = _layer_digests(m, layer, digests or {})
     mats = matrices.attention(replace(m, qk=qk, v=v),
-                              rng_for(d=m.d, heads=m.heads, qk=qk, v=v, layer=layer), source)
+                              rng_for(d=m.d, heads=m.heads, qk=qk, v=v, layer=layer), source,
+                              mine)
     rng = rng_for(d=m.d, ffn=m.ffn, ffn_width=m.ffn_width, layer=layer)
     step_ffn, ffn = None, None
     if m.ffn == "linear":
@@ -89,7 +99,7 @@ def drawn_block(m, layer: int, betas: np.ndarray, rng_for, source) -> Block:
     elif m.ffn == "mlp":
         ffn = random_mlp(m.d, m.ffn_width or 4 * m.d, rng)
     elif m.ffn != "none":
-        step_ffn = matrices.ffn(m, rng, source)
+        step_ffn = matrices.ffn(m, rng, source, mine)
     return Block(betas, qk=mats[0], v=mats[1], combine=m.head_combine, step_ffn=step_ffn,
                  ffn=ffn)
 

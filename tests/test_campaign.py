@@ -1,0 +1,88 @@
+"""The generated campaign (tests/campaign.py): about 1,100 bad inputs and faults through the
+command line. Whatever the input, `sweep` ends with exit code 0, 1, 2 or 130, never a
+traceback, never a hang; a refusal (exit 2) is one line on stderr starting with `error:`."""
+
+import collections
+import shutil
+import signal
+
+import pytest
+import yaml
+
+import campaign
+from helpers import invoke, tiny_model_dir
+
+SEED = 20260101
+CASE_SECONDS = 30  # a case that has not ended by then is a hang
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise Hang(f"no answer after {CASE_SECONDS} s")
+
+
+@pytest.fixture(scope="module")
+def sweep_done(tmp_path_factory):
+    """A finished tiny sweep: its config, dataset and parts."""
+    folder = tmp_path_factory.mktemp("done")
+    (folder / "c.yaml").write_text(yaml.safe_dump(campaign.TINY))
+    assert invoke("run", folder / "c.yaml", "--out", folder / "r.nc").exit_code == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return tiny_model_dir(tmp_path_factory.mktemp("model") / "tiny")[0]
+
+
+def problem(result) -> str:
+    """What breaks the promise in one CLI result, or ''."""
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        return f"{type(result.exception).__name__}: {result.exception}"
+    if result.exit_code not in (0, 1, 2, 130):
+        return f"exit code {result.exit_code}"
+    lines = result.stderr.strip().splitlines()
+    if result.exit_code == 2 and (len(lines) != 1 or not lines[0].startswith("error: ")):
+        return f"exit 2 with stderr {result.stderr[:300]!r}"
+    if any(len(line) > 1100 for line in lines):
+        return "a line of over 1,100 characters on stderr"
+    return ""
+
+
+@pytest.fixture
+def built_once(monkeypatch):
+    """The Typer app becomes its Click command once, not once per case (35 ms each)."""
+    import typer.testing
+
+    from sweep.cli import app
+
+    command = typer.testing._get_command(app)
+    monkeypatch.setattr(typer.testing, "_get_command", lambda _: command)
+
+
+def test_campaign(tmp_path_factory, sweep_done, model, built_once):
+    shared = tmp_path_factory.mktemp("shared")
+    shutil.copytree(sweep_done, shared, dirs_exist_ok=True)  # rerun in place by shard cases
+    cases = campaign.cases(SEED, shared, sweep_done, model)
+    tried, failed = collections.Counter(), []
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    try:
+        for case in cases:
+            folder = tmp_path_factory.mktemp("case")
+            args, env = case.make(folder)
+            signal.alarm(CASE_SECONDS)
+            try:
+                result = invoke(*args, env=env)
+            finally:
+                signal.alarm(0)
+            tried[case.category] += 1
+            why = problem(result)
+            if why:
+                failed.append(f"{case} ({' '.join(map(str, args))[:200]}): {why}")
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert sum(tried.values()) >= 1100 and all(tried[c] for c in campaign.CATEGORIES)
+    assert not failed, f"{len(failed)} of {sum(tried.values())} cases:\n" + "\n".join(failed[:40])
