@@ -25,7 +25,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BLOCK = re.compile(r"(<!-- sidecar: ([\w-]+) -->\n)(.*?)(<!-- /sidecar -->)", re.S)
-UNCHECKED = ("trained-vs-random.json",)  # needs the trained model and ~10 minutes
+# these need the trained model (`make figures-trained`): ~10 and ~3 minutes
+UNCHECKED = ("trained-vs-random.json", "layers.json")
 
 
 def load(name: str) -> dict:
