@@ -74,7 +74,7 @@ FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
-           $(FIG)/entropy-monotone.json
+           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -83,12 +83,12 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 
 .PHONY: figure-files check-figures
 figures: figure-files
-	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md
 
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
-$(RES)/entropy-monotone.nc: \
+$(RES)/entropy-monotone.nc $(RES)/beta-scale.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -134,7 +134,8 @@ check-figures: | $(VENV)/.installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
-	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md
+	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
+		docs/models.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -154,6 +155,11 @@ $(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/m
 # the docs table is rewritten only when the real figures are made, never by check-figures
 $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
 	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
+
+# Whether inter-cluster attention on the multi-cluster plateau falls with d under each
+# beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
+$(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
+	$(PY) figures/beta_scale.py $< $@
 
 # The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
 docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \
