@@ -110,8 +110,8 @@ $(FIG)/demo.png: $(RES)/demo.nc $(RES)/demo.threshold.nc $(RES)/theory-equiangul
 		configs/demo.yaml $(ANALYSIS)
 	$(PLOT) $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
 		--theory $(word 3,$^) -o $@ --numbers $(@:.png=.json)
-	$(CONSOLE) $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
-		> $(FIG)/demo.plan.txt  # (whether kernels are cached yet is no number of the run)
+	$(CONSOLE) taskset -c 0 $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
+		> $(FIG)/demo.plan.txt  # one CPU, and whether kernels are cached yet: no numbers of the run
 	grep -v '^threshold: ' $(RES)/demo.threshold.txt | tail -n 5 > $(FIG)/demo.threshold.txt
 
 $(FIG)/phase-glpr.png: $(RES)/phase-glpr.nc $(RES)/phase-glpr.threshold.nc \
