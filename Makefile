@@ -76,7 +76,7 @@ FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
-           $(FIG)/entropy-monotone.json
+           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -85,12 +85,12 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 
 .PHONY: figure-files check-figures
 figures: figure-files
-	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md
 
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
-$(RES)/entropy-monotone.nc: \
+$(RES)/entropy-monotone.nc $(RES)/beta-scale.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -136,7 +136,8 @@ check-figures: | $(VENV)/.installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
-	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md
+	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
+		docs/models.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -157,6 +158,11 @@ $(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/m
 $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
 	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
 
+# Whether inter-cluster attention on the multi-cluster plateau falls with d under each
+# beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
+$(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
+	$(PY) figures/beta_scale.py $< $@
+
 # The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
 docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \
                        | $(VENV)/.installed
@@ -166,13 +172,33 @@ docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py s
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.
 .PHONY: figures-trained
-figures-trained: figures/trained-vs-random.png
+figures-trained: figures/trained-vs-random.png $(FIG)/layers.png
 
 results/minilm/index.json: | $(VENV)/.models
 	$(SWEEP) extract --controls -o results/minilm
 
-results/probe-readme-intro.nc: configs/texts/readme-intro.txt | $(VENV)/.models
-	$(SWEEP) probe --text $< -o $@
+$(RES)/probe-readme-intro.nc $(RES)/embeddings-readme-intro.npy &: \
+		configs/texts/readme-intro.txt | $(VENV)/.models
+	$(SWEEP) probe --text $< -o $(RES)/probe-readme-intro.nc \
+		--save-embeddings $(RES)/embeddings-readme-intro.npy
+
+# MiniLM as a layer model (docs/layers.md): the weights folder, the components sweep, the
+# identity-weight baseline, then the figure and its numbers (the sidecar FIG/layers.json)
+# from one rule; the table of docs/layers.md is rewritten only for the committed figure.
+$(RES)/minilm-full/index.json: | $(VENV)/.models
+	$(SWEEP) extract --full --controls -o $(RES)/minilm-full
+
+$(RES)/minilm-layers.nc: configs/minilm-layers.yaml $(RES)/minilm-full/index.json \
+		$(RES)/embeddings-readme-intro.npy
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+$(RES)/minilm-identity.nc: configs/minilm-identity.yaml $(RES)/embeddings-readme-intro.npy
+	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
+
+$(FIG)/layers.png $(FIG)/layers.json &: $(RES)/minilm-layers.nc $(RES)/minilm-identity.nc \
+		figures/layers.py
+	$(PY) figures/layers.py $(word 1,$^) $(word 2,$^) $(FIG)/layers.png \
+		$(if $(filter figures,$(FIG)),--docs docs/layers.md)
 
 results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/index.json
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)

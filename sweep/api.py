@@ -411,12 +411,15 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
 
 def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None,
           beta: float = 1.0, cluster_eps: float = 1e-3, threshold: float = 0.9,
-          project: int | None = None) -> xarray.Dataset:
+          project: int | None = None,
+          save_embeddings: str | Path | None = None) -> xarray.Dataset:
     """A text file through a trained transformer's layers, measured by the simulations'
     observables (`sweep probe`); written to `out` (default results/probe-<text>.nc).
     model: "minilm" (`make models`) or a directory with config.json, model.safetensors and
     tokenizer.json; project: K, every cluster observable also on each layer's tokens
-    projected on their top K principal components. Docs: docs/trained.md."""
+    projected on their top K principal components; save_embeddings: also save the model's
+    layer 0 for the text there, the start of a layer model that is the model. Docs:
+    docs/trained.md, docs/layers.md."""
     from sweep.core.files import read_bytes
     from sweep.core.store import write_dataset
     from sweep.trained import bert
@@ -429,18 +432,27 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
         words = read_bytes(text).decode("utf-8", errors="replace")
     except OSError as err:
         raise ConfigError(f"{text}: cannot read ({err.strerror or err})") from None
-    ds = probing.probe(bert.load(model), words, beta, cluster_eps, threshold, str(text),
+    loaded = bert.load(model)
+    ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text),
                        project=project)
     write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
+    if save_embeddings is not None:
+        probing.save_embeddings(loaded, words, Path(save_embeddings))
     return ds
 
 
-def extract(directory: str | Path, model: str = "minilm", controls: bool = False) -> dict:
+def extract(directory: str | Path, model: str = "minilm", controls: bool = False,
+            full: bool = False) -> dict:
     """Each layer's attention matrices as .npy files of shape (heads, d, d) for the `qk:` and
-    `v:` config keys, and index.json (`sweep extract`); returns the index."""
+    `v:` config keys, and index.json (`sweep extract`); returns the index. full: every weight
+    a layer model needs to be the model, a weights folder for `model.weights`
+    (docs/layers.md)."""
     from sweep.trained import bert
+    from sweep.trained import full as whole
     from sweep.trained import probe as probing
 
+    if full:
+        return whole.extract_full(bert.load(model), Path(directory), controls)
     return probing.extract(bert.load(model), Path(directory), controls)
 
 

@@ -405,3 +405,66 @@ def zoo_trajectory(x, model, method, dt, stride, n_saves, eps):
             tick += 1
         obs.append(zoo_observables(x, model, eps))
     return np.array(obs), x
+
+
+def layer_norm_row(x, gain, bias, eps):
+    """(x - mean) / sqrt(var + eps) * gain + bias for one token x: [d]."""
+    import math
+
+    y = (x - x.mean()) / math.sqrt(x.var() + eps)
+    return y * (1.0 if gain is None else gain) + (0.0 if bias is None else bias)
+
+
+def layer_block(h, blk, norm, norm_fn="layernorm", alpha=1.0, skip=1.0):
+    """One layer-model block on h: [n, d] (docs/layers.md), one token and one head at a time.
+
+    blk: a sweep.core.layers.params.Block (matrices None = identity, vectors None = 0 or 1)."""
+    import math
+
+    n, d = h.shape
+
+    def N(x, ln):
+        if norm_fn == "unit":
+            return x / np.linalg.norm(x)
+        return layer_norm_row(x, ln[0], ln[1], blk.ln_eps)
+
+    def attend(y):
+        out = []
+        for i in range(n):
+            per_head = []
+            for k, beta in enumerate(blk.betas):
+                m = np.eye(d) if blk.qk is None else blk.qk[k]
+                u = np.zeros(d) if blk.qk_bias is None else blk.qk_bias[k]
+                v = np.eye(d) if blk.v is None else blk.v[k]
+                s = np.array([beta * (y[i] @ m @ y[j] + u @ y[j]) for j in range(n)])
+                w = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+                per_head.append(sum(w[j] * (v @ y[j]) for j in range(n)))
+            total = sum(per_head) if blk.combine == "sum" else sum(per_head) / len(per_head)
+            out.append(total + (0.0 if blk.v_bias is None else blk.v_bias))
+        return out
+
+    def ffn(y):
+        f = blk.ffn
+        if f.w2 is None:
+            return [yi if f.w is None else f.w @ yi for yi in y]
+        out = []
+        for yi in y:
+            a = f.w @ yi + (0.0 if f.b is None else f.b)
+            g = np.array([0.5 * u * (1 + math.erf(u / math.sqrt(2))) for u in a])
+            out.append(f.w2 @ g + (0.0 if f.b2 is None else f.b2))
+        return out
+
+    def sub(x, g, ln):
+        if norm == "post":
+            return [N(skip * xi + alpha * gi, ln) for xi, gi in zip(x, g(x))]
+        if norm == "sphere":
+            return [normalize(xi + alpha * gi) for xi, gi in zip(x, g(x))]
+        g_in = g([N(xi, ln) for xi in x])
+        if norm == "peri":
+            g_in = [N(gi, (None, None)) for gi in g_in]
+        return [skip * xi + alpha * gi for xi, gi in zip(x, g_in)]
+
+    x = sub(list(h), attend, blk.ln1)
+    if blk.ffn is not None:
+        x = sub(x, ffn, blk.ln2)
+    return np.array(x)

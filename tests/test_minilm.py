@@ -133,3 +133,55 @@ def test_hidden_states_match_pytorch(minilm):
     ours = bert.forward(minilm, ids).hidden
     for layer, h in enumerate(outs):
         np.testing.assert_allclose(ours[layer], h[0].double().numpy(), atol=1e-4)
+
+
+# ---------------------------------------------------------------- the model as a layer model
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    """A tree like the repository's: configs/ (the shipped layer configs), results/ with the
+    model's weights folder and the layer 0 of TEXT where those configs look for them."""
+    root = tmp_path_factory.mktemp("minilm-layers")
+    for name in ("configs", "results"):
+        (root / name).mkdir()
+    for name in ("minilm-layers.yaml", "minilm-identity.yaml"):
+        (root / "configs" / name).write_text((Path(__file__).parents[1] / "configs" / name)
+                                             .read_text())
+    result = CliRunner().invoke(app, ["extract", "--full", "-o", str(root / "results" /
+                                                                    "minilm-full")])
+    assert result.exit_code == 0, result.output
+    (root / "t.txt").write_text(TEXT)
+    result = CliRunner().invoke(app, ["probe", "--text", str(root / "t.txt"), "-o",
+                                      str(root / "p.nc"), "--save-embeddings",
+                                      str(root / "results" / "embeddings-readme-intro.npy")])
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def test_the_shipped_layer_config_is_the_model_layer_by_layer(minilm, full):
+    """configs/minilm-layers.yaml's full model from the model's layer 0: every layer's hidden
+    states equal the forward pass of `sweep probe` to 1e-10."""
+    out = full / "l.nc"
+    result = CliRunner().invoke(app, [
+        "run", str(full / "configs" / "minilm-layers.yaml"), "--out", str(out),
+        "--set", "model.n=27", "--set", "grid.weights=null", "--set", "grid.components=null",
+        "--set", "model.weights=../results/minilm-full",
+        "--set", "output.positions=trajectory"])
+    assert result.exit_code == 0, result.output
+    want = bert.forward(minilm, minilm.tokenizer.encode(TEXT)).hidden
+    with xr.open_dataset(out) as ds:
+        hidden = ds.positions.isel(seed=0).values
+        np.testing.assert_allclose(ds.mean_cosine.isel(seed=0), MEAN_COSINE, atol=1e-5)
+    error = np.abs(hidden - want).max(axis=(1, 2))
+    assert hidden.shape == (7, 27, 384) and (error < 1e-10).all(), error
+
+
+def test_the_shipped_layer_configs_plan(full):
+    result = CliRunner().invoke(app, [
+        "plan", str(full / "configs" / "minilm-layers.yaml"), "--set", "model.n=27",
+        "--set", "grid.weights=[../results/minilm-full]"])
+    assert result.exit_code == 0, result.output
+    assert "5 job" in result.output
+    result = CliRunner().invoke(app, ["plan", str(full / "configs" / "minilm-identity.yaml"),
+                                      "--set", "model.n=27"])
+    assert result.exit_code == 0, result.output

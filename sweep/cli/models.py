@@ -40,10 +40,15 @@ def probe_cmd(text: Annotated[Path, typer.Option(
               = None,
               threshold: Annotated[float, typer.Option(
                   min=-1.0, max=1.0, metavar="COSINE",
-                  help="Cosine threshold of the coarse_* clusters.")] = 0.9):
+                  help="Cosine threshold of the coarse_* clusters.")] = 0.9,
+              save_embeddings: Annotated[Path | None, typer.Option(
+                  "--save-embeddings", metavar="FILE.npy", help="Also save the model's layer "
+                  "0 for the text ((n, d) float64, unnormalised): the start (init.kind: file) "
+                  "of a layer model that is this model.")] = None):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
     with user_errors():
-        ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project)
+        ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project,
+                       save_embeddings=save_embeddings)
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
     for col in ("layer",) + names:
@@ -53,6 +58,9 @@ def probe_cmd(text: Annotated[Path, typer.Option(
     out.print(table)
     target = path or Path("results") / f"probe-{text.stem}.nc"
     out.print(f"results: {target}", markup=False, soft_wrap=True)
+    if save_embeddings is not None:
+        out.print(f"layer 0 ({ds.attrs['n_tokens']}, {ds.attrs['d']}): {save_embeddings}",
+                  markup=False, soft_wrap=True)
 
 
 @app.command("extract")
@@ -62,11 +70,22 @@ def extract_cmd(directory: Annotated[Path, typer.Option(
                 model: ModelOpt = "minilm",
                 controls: Annotated[bool, typer.Option(
                     "--controls", help="Also write norm-matched Gaussian matrices "
-                                       "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy).")]
-                = False):
+                                       "(layer<l>_qk_gaussian.npy, layer<l>_v_gaussian.npy; "
+                                       "with --full also the FFN's, and index-gaussian.json)."
+                )] = False,
+                full: Annotated[bool, typer.Option(
+                    "--full", help="Every weight a layer model needs to be the model "
+                                   "(model.weights: DIR): float64 matrices, biases, LayerNorm "
+                                   "gains and biases, FFN weights (docs/layers.md).")] = False):
     """Each layer's attention as .npy files of shape (heads, d, d) for the `qk:` and `v:` keys."""
     with user_errors():
-        index = api.extract(directory, model, controls)
+        index = api.extract(directory, model, controls, full)
+    if full:
+        out.print(f"{index['layers']} layer(s) x {index['heads']} head(s), d = {index['d']}: a "
+                  f"weights folder for model.weights in {directory} (index.json"
+                  f"{', index-gaussian.json' if controls else ''})", markup=False,
+                  soft_wrap=True)
+        return
     out.print(f"{index['layers']} layer(s) x {index['heads']} head(s), d = {index['d']}: "
               f"layer<l>_qk.npy and layer<l>_v.npy, each {index['files'][0]['shape']}, "
               f"in {directory} (see index.json)", markup=False, soft_wrap=True)

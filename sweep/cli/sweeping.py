@@ -47,7 +47,10 @@ def plan(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None, as_json: J
     out.print(table)
     compiled = (f" + about {p.compile_seconds:.0f} s to compile {', '.join(p.cold)} first "
                 "(once: then cached)" if p.cold else "")
-    out.print(f"steps per job: {p.jobs[0].integrate.n_steps}  |  work: {p.cost.gflop:.3g} "
+    depth = p.jobs[0].model.layers  # a layer model's steps are its layers
+    steps = f"layers per job: {depth}" if depth is not None else \
+        f"steps per job: {p.jobs[0].integrate.n_steps}"
+    out.print(f"{steps}  |  work: {p.cost.gflop:.3g} "
               f"GFLOP  |  peak memory per job: {p.cost.peak_mib:.3g} MiB  |  estimated time: "
               f"{p.cost.seconds:.3g} s on one core{compiled}", soft_wrap=True)
     out.print(f"kernels: {', '.join(p.kernels)}  |  at once: {p.workers} job(s)  |  output: "

@@ -32,6 +32,9 @@ def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, 
             "check": check}
 
 
+SPECS = (str, list)  # a kind: one spec, or a list of specs (one per layer)
+
+
 def _field(default, kind: type, **rule):
     return field(default=default, metadata=make_rule(kind, **rule))
 
@@ -58,6 +61,46 @@ def _mask(value: str) -> str:
     return value
 
 
+def _per_layer(check):
+    """A spec `check` accepts, or a non-empty list of them, one per layer (kept as a tuple)."""
+    def checked(value):
+        if isinstance(value, str):
+            return check(value)
+        if not value or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"expected a spec or a non-empty list of specs, got {value!r}")
+        return tuple(check(v) for v in value)
+    return checked
+
+
+# effective beta = beta x factor(d, n): `model.beta_scale`
+BETA_FACTORS = {"none": lambda d, n: 1.0, "d": lambda d, n: float(d),
+                "sqrt_d": lambda d, n: math.sqrt(d), "log_n": lambda d, n: math.log(n)}
+
+# `model.components`: what a layer model switches off, one name or several joined by "+"
+COMPONENTS = {
+    "full": "every component as configured",
+    "no_ffn": "no FFN sublayer (nor its normalisation)",
+    "identity_ffn": "the FFN map replaced by the identity (its residual and normalisation kept)",
+    "v_identity": "V_h = I for every head, heads averaged, no value bias",
+    "no_ln_gain": "LayerNorm gains set to 1 (biases kept)",
+}
+
+
+def parse_components(value: str) -> frozenset:
+    """'full' or names of COMPONENTS joined by '+' -> the set switched off (empty for full)."""
+    names = value.split("+")
+    unknown = [c for c in names if c not in COMPONENTS]
+    if unknown or ("full" in names and len(names) > 1):
+        raise ValueError(f"{value!r}: expected full or names joined by + from "
+                         f"{' | '.join(c for c in COMPONENTS if c != 'full')}")
+    return frozenset(names) - {"full"}
+
+
+def _components(value: str) -> str:
+    parse_components(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Model:
     attention: str = _field("softmax", str, choices=tuple(ATTENTION_CODES))
@@ -66,11 +109,30 @@ class Model:
     n: int = _field(32, int, low=1)
     heads: int = _field(1, int, low=1)
     head_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
-    qk: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal"))
-    v: str = _field("identity", str, check=_matrix("identity", "gaussian", "orthogonal", "qk"))
+    qk: str | tuple = _field("identity", SPECS, check=_per_layer(
+        _matrix("identity", "gaussian", "orthogonal")))
+    v: str | tuple = _field("identity", SPECS, check=_per_layer(
+        _matrix("identity", "gaussian", "orthogonal", "qk")))
     mask: str = _field("dense", str, check=_mask)
     noise: float = _field(0.0, float, low=0.0)
-    ffn: str = _field("none", str, check=_matrix("none", "gaussian"))
+    ffn: str = _field("none", str, check=_matrix("none", "gaussian", "linear", "mlp"))
+    beta_scale: str = _field("none", str, choices=tuple(BETA_FACTORS))
+    # layer models (docs/layers.md); layers: null is a flow
+    layers: int | None = _field(None, int, low=1, nullable=True)
+    alpha: float = _field(1.0, float, low=0.0)
+    skip: float = _field(1.0, float, low=0.0)
+    norm: str = _field("sphere", str, choices=("sphere", "post", "pre", "peri"))
+    norm_fn: str = _field("layernorm", str, choices=("layernorm", "unit"))
+    head_combine: str = _field("mean", str, choices=("mean", "sum"))
+    layer_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
+    ffn_width: int | None = _field(None, int, low=1, nullable=True)
+    weights: str | None = _field(None, str, nullable=True)
+    components: str = _field("full", str, check=_components)
+
+    @property
+    def beta_factor(self) -> float:
+        """effective beta / beta (`beta_scale`), for beta, head_beta and layer_beta alike."""
+        return BETA_FACTORS[self.beta_scale](self.d, self.n)
 
 
 @dataclass(frozen=True)
@@ -127,7 +189,7 @@ def _observables(value: str | list) -> str | tuple:
 class Output:
     path: str = _field("", str)
     positions: str = _field("none", str, choices=("none", "final", "trajectory"))
-    observables: str | tuple = _field("all", (str, list), check=_observables)
+    observables: str | tuple = _field("all", SPECS, check=_observables)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -136,6 +198,19 @@ class Output:
 
 
 SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
+# keys added after results were first written (beta_scale, the layer models'): a job's id
+# leaves each out while it holds its default, so results on disk keep their ids
+LATER_KEYS = {Model: ("beta_scale", "layers", "alpha", "skip", "norm", "norm_fn",
+                      "head_combine", "layer_beta", "ffn_width", "weights", "components")}
+
+
+def id_fields(section) -> dict[str, Any]:
+    """The fields of a section object that a job id is taken of (sweep.core.grid)."""
+    fields_, default = asdict(section), type(section)()
+    for key in LATER_KEYS.get(type(section), ()):
+        if fields_[key] == getattr(default, key):
+            del fields_[key]
+    return fields_
 
 
 @dataclass(frozen=True)
@@ -199,7 +274,7 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
         return None
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value) if abs(value) < 2**1023 else math.inf
-    if kind in (list, (str, list)) and isinstance(value, tuple):  # already clean
+    if kind in (list, SPECS) and isinstance(value, tuple):  # already clean
         value = list(value)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise ConfigError(f"{key}: expected {_TYPE_NAMES[kind]}, got {show(value)}")
@@ -226,7 +301,7 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list",
-               (str, list): "a string or a list"}
+               SPECS: "a string or a list of strings"}
 
 
 def _short_repr() -> reprlib.Repr:

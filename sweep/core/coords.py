@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.kernels.codes import AXIS_NAMES, STATUS_MEANINGS, TIME_NAME
+from sweep.kernels.codes import AXIS_NAMES, LAYER_NAME, STATUS_MEANINGS, TIME_NAME
 
 
 def status_flags() -> dict:
@@ -23,14 +23,18 @@ def number_text(value: float) -> str:
 
 def label(value) -> str:
     """A grid value as a coordinate label: head_beta lists as exact numbers joined by commas
-    (values that differ anywhere get different labels), anything else as its text."""
+    (values that differ anywhere get different labels), per-layer qk / v specs joined by
+    commas, anything else as its text."""
     if isinstance(value, tuple):
-        return ",".join(number_text(b) for b in value)
+        return ",".join(b if isinstance(b, str) else number_text(b) for b in value)
     return str(value)
 
 
-def coordinates(grid, t) -> dict:
-    coords = {"time": ("time", t, {"long_name": TIME_NAME, "units": "1"})}
+def coordinates(grid, record: tuple[str, np.ndarray]) -> dict:
+    """record: ("time", the save grid) or ("layer", 0..L) of a layer model."""
+    name, t = record
+    long_name = TIME_NAME if name == "time" else LAYER_NAME
+    coords = {name: (name, int32(np.asarray(t)), {"long_name": long_name, "units": "1"})}
     for axis in grid:
         for key, vals in zip(axis.keys, axis.values):
             attrs = {"long_name": AXIS_NAMES.get(key, key), "units": "1"}

@@ -13,13 +13,13 @@ import json
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sweep.core import inputs
+from sweep.core import inputs, weights
 from sweep.core.config import (
     SECTIONS,
     Config,
@@ -29,10 +29,12 @@ from sweep.core.config import (
     clip,
     digest,
     field_rule,
+    id_fields,
     make_rule,
     show,
     stable_json,
 )
+from sweep.core.layer_keys import check_layers
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
 SEED_RULE = make_rule(int, low=0)
@@ -308,19 +310,25 @@ class Jobs(Sequence):
     def check(self) -> None:
         """Every rule and input file of every grid point (ConfigError naming the first bad
         point, the first seed standing for the others); records each input file's digest."""
+        flows = set()  # whether each point is a flow: a sweep holds one kind
         for index, position in self._firsts(self._seeds):
             model, init, integ = (self._section(s, self._at(s, position))[0]
                                   for s in ("model", "init", "integrate"))
             try:
-                check_job(model, init, integ)
+                check_point(model, init, integ)
             except ConfigError:
-                check_job(model, init, integ, self._where(index, position))  # names the point
+                check_point(model, init, integ, self._where(index, position))  # names it
                 raise
-            named = inputs.files(model, init)
+            flows.add(model.layers is None)
+            named = files(model, init)
             for seed in self._seeds_to_check(position, "init.path" in named):
                 found = inputs.check(model, init, seed, self.config.source)
+                found.update(weights.check(model, self.config.source))
                 for key, text in named.items():
                     self._digests.setdefault((key, text), found[key])
+        if len(flows) > 1:
+            raise ConfigError("model.layers: a sweep holds flows or layer models, not both (one "
+                              "records over time, the other over layer)")
 
     def _firsts(self, pinned: set[int]) -> Iterator[tuple[int, tuple]]:
         """(index, position) in order of the grid points at the first value of the axes
@@ -348,7 +356,7 @@ class Jobs(Sequence):
                 if owner == section:
                     changes[key] = values[i]
         obj = replace(self._base[section], **changes)
-        return obj, stable_json(asdict(obj))
+        return obj, stable_json(id_fields(obj))
 
     def _params(self, position: tuple) -> dict[str, Any]:
         return {key: values[i] for columns, i in zip(self._columns, position)
@@ -365,13 +373,28 @@ class Jobs(Sequence):
         params = self._params(position)
         pieces["seed"] = str(params["seed"])  # an int (SEED_RULE): its JSON
         digests = ({key: self._digests[key, text] for key, text in
-                    inputs.files(objects["model"], objects["init"]).items()}
+                    files(objects["model"], objects["init"]).items()}
                    if self._digests else {})
         if digests:
             pieces["files"] = stable_json(digests)
         text = ",".join([label + pieces[k] for k, label in self._order[bool(digests)]])
         return Job(index, digest("{" + text + "}"), params, objects["model"], objects["init"],
                    objects["integrate"], params["seed"], self.config.source, digests)
+
+
+def check_point(model, init, integ, where: str = "") -> None:
+    """The rules of one grid point: a layer model's keys (layer_keys), then every job's."""
+    check_layers(model, init, integ, f" ({where})" if where else "")
+    check_job(model, init, integ, where)
+
+
+def files(model, init) -> dict[str, str]:
+    """key -> path text of every input a job reads: inputs.files, and a layer model's
+    weights folder (digested whole by weights.check)."""
+    named = inputs.files(model, init)
+    if model.layers is not None and model.weights is not None:
+        named["model.weights"] = model.weights
+    return named
 
 
 def kinds(jobs) -> Iterator[tuple[Job, int]]:

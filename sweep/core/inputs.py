@@ -127,8 +127,9 @@ def matrix(key: str, text: str, source: Path | None, d: int, heads: int,
 
 
 def start(text: str, source: Path | None, n: int, d: int, seed: int,
-          digest: str | None = None) -> np.ndarray:
-    """init.path as [n, d] unit rows: the file itself, or slice `seed` of a (seeds, n, d) file."""
+          digest: str | None = None, unit: bool = True) -> np.ndarray:
+    """init.path as [n, d] unit rows: the file itself, or slice `seed` of a (seeds, n, d) file.
+    unit=False: the rows as they are (a layer model's hidden states)."""
     where = f"init.path: {resolve(text, source)}"
 
     def shape_ok(shape: tuple) -> str:
@@ -143,13 +144,18 @@ def start(text: str, source: Path | None, n: int, d: int, seed: int,
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     if (norms == 0).any():
         raise ConfigError(f"{where}: a token is the zero vector")
-    return x / norms
+    return x / norms if unit else x
 
 
 def files(model, init) -> dict[str, str]:
     """key -> path text of every input file a job reads."""
     named = {"model.qk": model.qk, "model.v": model.v, "model.ffn": model.ffn}
-    out = {k: v for k, v in named.items() if v.endswith(".npy")}
+    out = {}
+    for key, spec in named.items():
+        per_layer = isinstance(spec, tuple)  # one spec per layer: model.qk[0], ...
+        for i, text in enumerate(spec if per_layer else (spec,)):
+            if text.endswith(".npy"):
+                out[f"{key}[{i}]" if per_layer else key] = text
     if init.kind == "file":
         out["init.path"] = init.path
     return out

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from sweep.core.grid import Job, kinds
+from sweep.core.layers import cost as layer_cost
+from sweep.core.layers.flow import as_flow
 from sweep.kernels.codes import N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
 
 # The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
@@ -28,19 +30,20 @@ BLOCKED_MIN_N = 256
 
 # Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
 # demo on this project's 2-core reference machine; good to a factor of about 2.
-NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10}
+NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10, "layers": 1.5e9}
 # Seconds to compile one variant into an empty cache on the reference machine: the CPU time
 # of `sweep compile` for a config using only it, with a fresh NUMBA_CACHE_DIR (23, 15, 5.1 and
 # 5.8 s user on a loaded machine; the demo's rows took 8.8 s wall idle, docs/performance.md).
 # Loading them from the cache takes a tenth of a second.
-COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "blocked": 5.0, "symmetric": 5.0}
+COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "blocked": 5.0, "symmetric": 5.0,
+                        "layers": 20.0}  # layers: the general step and observables
 
 
 @dataclass(frozen=True)
 class KernelPlan:
     """How one job is integrated; what its numbers depend on, and the threads it gets."""
 
-    strategy: str            # general | rows | blocked
+    strategy: str            # general | rows | blocked | layers (sweep.core.layers)
     dtype: str               # float64 | float32 (the state; observables are float64)
     symmetric: bool = False  # blocked: whole n x n weights (Symmetric) or [TILE, n] tiles
     tile: int = TILE         # blocked: rows per BLAS call (fixed: the numbers depend on it)
@@ -64,6 +67,10 @@ class KernelPlan:
 def kernel_plan(job: Job) -> KernelPlan:
     """The kernel `job` calls, on one thread."""
     model, integ = job.model, job.integrate
+    if model.layers is not None:  # its flow's fast kernel, if it is a flow that takes one
+        flow = as_flow(job)
+        fast = flow is not None and fast_path_covers(flow.model, flow.integrate)
+        return kernel_plan(flow) if fast else KernelPlan("layers", integ.dtype)
     if not fast_path_covers(model, integ):
         return KernelPlan("general", integ.dtype)
     if model.n < BLOCKED_MIN_N:
@@ -80,10 +87,11 @@ def fast_path_covers(model, integ) -> bool:
              and model.noise == 0.0 and model.ffn == "none")
     if not plain:
         return False
+    beta = model.beta * model.beta_factor  # the effective beta (model.beta_scale)
     if model.attention == "softmax":
-        return model.beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
+        return beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
     if model.attention == "unnormalized":
-        return model.beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
+        return beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
     return False
 
 
@@ -98,7 +106,10 @@ class Cost:
 
 def job_flop(job: Job) -> float:
     """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops
-    each), plus 4 n d^2 for the matrix products when the matrices are not the identity."""
+    each), plus 4 n d^2 for the matrix products when the matrices are not the identity.
+    A layer model counts its layers (sweep.core.layers.cost)."""
+    if job.model.layers is not None:
+        return layer_cost.flop(job)
     n, d, m = job.model.n, job.model.d, job.model
     stages = 4 if job.integrate.method == "rk4" else 1
     matrix = 0 if m.qk == m.v == "identity" else 4 * n * d * d
@@ -124,7 +135,10 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
     memory a job adds (docs/performance.md). The general kernel holds per head a beta and two
     scratch numbers, and with matrices the [heads, d, d] score and value matrices twice
-    (drawn or read, then copied for the kernel) and [heads, n, d] keys and values."""
+    (drawn or read, then copied for the kernel) and [heads, n, d] keys and values. A layer
+    model: sweep.core.layers.cost.memory."""
+    if job.model.layers is not None:
+        return layer_cost.memory(job, positions)
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0

@@ -62,7 +62,7 @@ class Hooks:
 WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
 MAX_BATCH = 256  # jobs in one compiled call and one part file
 BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
-BATCH_BYTES = 64 * 2**20  # the series and positions one batch holds
+BATCH_BYTES = 64 * 2**20  # what the jobs of one batch hold at most (kernel.job_memory)
 BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
 
 
@@ -70,7 +70,7 @@ def batch_key(job: Job) -> tuple:
     """What jobs of one batch share: everything the compiled call's types and shapes depend
     on (their seeds, betas, time steps and cluster thresholds may differ)."""
     m, integ = job.model, job.integrate
-    return (kernel_plan(job), m.n, m.d, m.attention, integ.method, integ.n_saves,
+    return (kernel_plan(job), m.n, m.d, m.attention, m.layers, integ.method, integ.n_saves,
             integ.save_stride)
 
 
@@ -90,16 +90,15 @@ def batches(todo: list[Job], width: int, positions: str = "none",
 
 def batch_size(job: Job, count: int, width: int, positions: str) -> int:
     """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
-    BATCH_SECONDS of nominal work and BATCH_BYTES of results, and small enough that every
+    BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already)."""
     plan = kernel_plan(job)
     if plan.strategy == "blocked":
         return 1
     seconds = job_flop(job) / NOMINAL_FLOPS[plan.strategy]
-    held = job_memory(job, positions)
-    results = held["integrate.t_max"] + held["output.positions"]
+    held = sum(job_memory(job, positions).values())
     return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
-                      BATCH_BYTES // max(results, 1), count // (BATCHES_PER_THREAD * width)))
+                      BATCH_BYTES // max(held, 1), count // (BATCHES_PER_THREAD * width)))
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,

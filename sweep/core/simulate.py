@@ -9,6 +9,7 @@ its start, its matrices and its Brownian increments.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import asdict, dataclass, replace
 
@@ -18,6 +19,8 @@ from sweep.core import inputs, matrices, states
 from sweep.core.config import stable_hash
 from sweep.core.grid import Job
 from sweep.core.kernel import KernelPlan, kernel_plan, variants
+from sweep.core.layers import params, stack
+from sweep.core.layers.flow import as_flow
 from sweep.kernels import cache
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.codes import (
@@ -57,21 +60,32 @@ def start_rng(job: Job) -> np.random.Generator:
 
 
 def initial_state(job: Job) -> np.ndarray:
+    """[n, d]: unit rows, except a file's rows for a layer model whose blocks normalise
+    (norm: post | pre | peri), which take them as they are (hidden states)."""
     m, init = job.model, job.init
+    as_is = m.layers is not None and m.norm != "sphere"  # hidden states, taken as they are
     given = (inputs.start(init.path, job.source, m.n, m.d, job.seed,
-                          job.digests.get("init.path")) if init.kind == "file" else None)
+                          job.digests.get("init.path"), unit=not as_is)
+             if init.kind == "file" else None)
     return states.draw(init, m.n, m.d, start_rng(job), given)
 
 
+def noise_key(job: Job) -> int:
+    """The seed of the job's counter-based noise stream: a function of (seed, n, d), < 2^63."""
+    return int(stable_hash({"noise": job.seed, "n": job.model.n, "d": job.model.d}), 16) >> 1
+
+
 def job_dynamics(job: Job) -> Dynamics:
-    """The compiled model's parameters: matrices drawn or read, the noise stream keyed."""
+    """The compiled model's parameters: matrices drawn or read, the noise stream keyed,
+    betas times the beta_scale factor."""
     m = job.model
     qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
                                job.source, job.digests)
     ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source, job.digests)
-    noise_key = int(stable_hash({"noise": job.seed, "n": m.n, "d": m.d}), 16) >> 1  # < 2^63
-    return dynamics(m.attention, m.beta, heads=m.heads, head_beta=m.head_beta, qk=qk, v=v,
-                    mask=m.mask, noise=m.noise, noise_key=noise_key, ffn=ffn)
+    f = m.beta_factor
+    head_beta = None if m.head_beta is None else [b * f for b in m.head_beta]
+    return dynamics(m.attention, m.beta * f, heads=m.heads, head_beta=head_beta, qk=qk, v=v,
+                    mask=m.mask, noise=m.noise, noise_key=noise_key(job), ffn=ffn)
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
@@ -90,15 +104,15 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
 def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | None = None,
                    kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
                    ) -> list[JobResult | Exception]:
-    """Integrate jobs of one batch_key: on the rows path in one compiled call, else one after
-    another. A job whose start or model cannot be built gives its exception in its place (the
-    others run); Stopped if the stop flag ended the batch (none of it is kept).
+    """Integrate jobs of one batch_key: flows on the rows path in one compiled call, others
+    one after another. A job whose start or model cannot be built gives its exception in its
+    place (the others run); Stopped if the stop flag ended the batch (none of it is kept).
     Each job's wall_seconds: building its start, plus its share of the compiled call.
-    Results hold the `columns` only: [n_saves, len(columns)]; the rows path computes no
-    more than they need (codes.save_level)."""
+    Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the rows
+    path computes no more than they need (codes.save_level)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    if kernel.strategy != "rows":
+    if kernel.strategy != "rows" or jobs[0].model.layers is not None:
         out = [_one(job, kernel, positions, flag) for job in jobs]
     else:
         out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
@@ -108,17 +122,28 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
                                flag, save_level(columns))
             for k, result in zip(ready, done):
                 out[k] = result
-    return [r if isinstance(r, Exception) or columns == OBSERVABLES else
-            replace(r, observables=r.observables[:, [OBSERVABLES.index(c) for c in columns]])
-            for r in out]
+    return [_chosen(r, columns) for r in out]
+
+
+def _chosen(result: JobResult | Exception, columns: tuple[str, ...]):
+    """The result with the observables `columns` only (a layer model's LAYER_SERIES kept)."""
+    if isinstance(result, Exception) or columns == OBSERVABLES:
+        return result
+    keep = [OBSERVABLES.index(c) for c in columns]
+    keep += list(range(len(OBSERVABLES), result.observables.shape[1]))
+    return replace(result, observables=result.observables[:, keep])
 
 
 def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
     t0 = time.perf_counter()
     try:
+        if job.model.layers is not None:
+            return simulate_layers(job, positions, flag, kernel)
         x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
         obs, traj = _outputs(1, job, positions, x.dtype)
         status, _ = _integrate(job, kernel, x, obs[0], traj[0], flag)
+    except Stopped:
+        raise
     except Exception as err:  # noqa: BLE001 - a failed job is a result of its own
         return err
     if status == STOPPED:
@@ -149,7 +174,8 @@ def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
     obs, traj = _outputs(len(jobs), first, positions, xs.dtype)
     status = np.zeros(len(jobs), dtype=np.int64)
     betas, dts, epss = (np.ascontiguousarray(a) for a in np.array(
-        [[j.model.beta, j.integrate.dt, j.integrate.cluster_eps] for j in jobs], float).T)
+        [[j.model.beta * j.model.beta_factor, j.integrate.dt, j.integrate.cluster_eps]
+         for j in jobs], float).T)
     if integrate_rows_batch(xs, betas, first.model.attention == "softmax",
                             METHOD_CODES[integ.method], dts, integ.save_stride, epss, obs,
                             traj, flag, status, level) == STOPPED:
@@ -173,6 +199,36 @@ def _result(obs, status, seconds: float, x, traj, positions: str) -> JobResult:
     return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK, seconds, kept)
 
 
+def simulate_layers(job: Job, positions: str = "none", stop: np.ndarray | None = None,
+                    kernel: KernelPlan | None = None) -> JobResult:
+    """One layer model (docs/layers.md): its blocks drawn or read, h_0 through them, every
+    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last)."""
+    kernel = kernel or kernel_plan(job)
+    if kernel.strategy != "layers":  # a flow on a fast kernel: run as that flow (layers.flow)
+        return _as_flow(job, kernel, positions, stop)
+    t0 = time.perf_counter()
+    blocks = params.blocks(job, functools.partial(_rng, job.seed))
+    flag = np.zeros(1, dtype=np.int64) if stop is None else stop
+    status, obs, kept = stack.run(job.model, initial_state(job), blocks, noise_key(job),
+                                  float(job.integrate.cluster_eps), flag,
+                                  positions == "trajectory", job.integrate.dtype)
+    if status == STOPPED:
+        raise Stopped(job.id)
+    kept = {"none": None, "final": kept[-1], "trajectory": kept}[positions]
+    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
+                     time.perf_counter() - t0, kept)
+
+
+def _as_flow(job: Job, kernel: KernelPlan, positions: str, stop) -> JobResult:
+    """A layer model's result from its flow's: the same series, token_norm appended."""
+    flow = simulate(as_flow(job), "trajectory", stop, kernel)
+    traj = flow.positions
+    token_norm = np.linalg.norm(traj.astype(np.float64), axis=-1).mean(axis=-1)
+    kept = {"none": None, "final": traj[-1], "trajectory": traj}[positions]
+    return replace(flow, observables=np.column_stack([flow.observables, token_norm]),
+                   positions=kept)
+
+
 def _integrate(job: Job, kernel: KernelPlan, x, obs, traj, flag):
     """One job on the general or blocked path."""
     model, integ = job.model, job.integrate
@@ -180,8 +236,9 @@ def _integrate(job: Job, kernel: KernelPlan, x, obs, traj, flag):
               float(integ.cluster_eps), obs, traj, flag)
     if kernel.strategy == "general":
         return integrate(x, job_dynamics(job), *common)
-    return integrate_blocked(x, float(model.beta), model.attention == "softmax", *common,
-                             threads=kernel.threads, symmetric=kernel.symmetric)
+    return integrate_blocked(x, float(model.beta * model.beta_factor),
+                             model.attention == "softmax", *common, threads=kernel.threads,
+                             symmetric=kernel.symmetric)
 
 
 def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
@@ -208,6 +265,8 @@ def _compile(kernel: KernelPlan) -> None:
               np.zeros((0, 4, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
     if kernel.strategy == "general":
         integrate(x, dynamics("softmax", 1.0), *common)
+    elif kernel.strategy == "layers":
+        stack.warm_up(kernel.dtype)
     elif kernel.strategy == "blocked":
         integrate_blocked(x, 1.0, True, *common, symmetric=kernel.symmetric)
     else:

@@ -44,28 +44,40 @@ def exp_limit(dtype: str) -> float:
 
 def job_hint(model, integ) -> str:
     """Why a job with these settings may blow up or be inaccurate; '' if nothing known."""
-    if model.attention == "unnormalized" and model.beta > exp_limit(integ.dtype):
+    beta = model.beta * model.beta_factor  # the effective beta (model.beta_scale)
+    if model.attention == "unnormalized" and beta > exp_limit(integ.dtype):
         return (f"model.beta: exp(beta) overflows {integ.dtype} for beta > "
                 f"{exp_limit(integ.dtype):.1f} under unnormalized attention; these jobs end "
                 f"with status 1 (non-finite)")
-    rate = relaxation_rate(model.attention, model.beta)
+    step = _step_hint(model, integ, beta)
+    if step:
+        return step
+    # the energy sums n^2 terms up to e^beta, in float64 whatever the dtype
+    energy_limit = exp_limit("float64") - 2 * math.log(model.n)
+    if beta > energy_limit:
+        return (f"model.beta: the energy E_beta overflows float64 for beta > {energy_limit:.1f}"
+                f" at n={model.n} and is stored as inf; the dynamics and the other observables "
+                "stay finite")
+    return ""
+
+
+def _step_hint(model, integ, beta: float) -> str:
+    """Whether dt is too large for the method near consensus; '' for a layer model, which has
+    no clock (dt does not enter it)."""
+    if model.layers is not None:
+        return ""
+    rate = relaxation_rate(model.attention, beta)
     if integ.method == "layer" and integ.dt * rate >= 1.0:
-        return (f"integrate.dt: {integ.dt:g} with layer at beta={model.beta:g}: near "
+        return (f"integrate.dt: {integ.dt:g} with layer at beta={beta:g}: near "
                 f"consensus a step advances the flow by dt / (1 + dt r) = "
                 f"{integ.dt / (1 + integ.dt * rate):.3g} (relaxation rate r = {rate:.3g}), so "
                 f"times run {1 + integ.dt * rate:.3g}x slow; dt < {1 / rate:.3g} keeps that "
                 f"under 2x (the layer step is stable for any dt); dt is used as given")
-    limit = stable_dt(model.attention, model.beta, integ.method)
+    limit = stable_dt(model.attention, beta, integ.method)
     if integ.dt >= limit:
         return (f"integrate.dt: {integ.dt:g} is too large for {model.attention} attention at "
-                f"beta={model.beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
+                f"beta={beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
                 f"(relaxation rate {rate:.3g} near consensus); dt is used as given")
-    # the energy sums n^2 terms up to e^beta, in float64 whatever the dtype
-    energy_limit = exp_limit("float64") - 2 * math.log(model.n)
-    if model.beta > energy_limit:
-        return (f"model.beta: the energy E_beta overflows float64 for beta > {energy_limit:.1f}"
-                f" at n={model.n} and is stored as inf; the dynamics and the other observables "
-                "stay finite")
     return ""
 
 

@@ -47,6 +47,7 @@ from sweep.core.parts import (
 )
 from sweep.errors import StoreError
 from sweep.kernels.codes import (
+    LAYER_SERIES,
     OBSERVABLES,
     SCALARS,
     SERIES,
@@ -189,7 +190,7 @@ class Store:
         path = self.dir / f"{name}.npz"
         try:
             arrays = read_npz(path, part_members(job, len(header.ids),
-                                                 len(self.config.output.columns)))
+                                                 self.config.output.columns))
         except PermissionError as err:
             return f"{path}: cannot read result part ({err.strerror})"
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
@@ -299,14 +300,14 @@ def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
     return removed
 
 
-def part_members(job: Job, count: int, series: int = len(OBSERVABLES),
+def part_members(job: Job, count: int, chosen: tuple[str, ...] = OBSERVABLES,
                  ) -> dict[str, tuple[str, list[tuple]]]:
-    """What each array of a part of `count` jobs shaped like `job`, recording `series`
-    columns (output.columns), may be: (dtype kinds, shapes)."""
-    saves, n, d = job.integrate.n_saves, job.model.n, job.model.d
+    """What each array of a part of `count` jobs shaped like `job`, recording the series
+    `chosen` (output.columns), may be: (dtype kinds, shapes)."""
+    saves, n, d = len(_times(job)), job.model.n, job.model.d  # saves, or layers 0..L
     return {**HEADERS, "ids": ("U", [(count,)]), "status": ("iu", [(count,)]),
             "wall_seconds": ("f", [(count,)]),
-            "observables": ("f", [(count, saves, series)]),
+            "observables": ("f", [(count, saves, len(columns(job, chosen)))]),
             "positions": ("f", [(count, n, d), (count, saves, n, d)])}
 
 
@@ -327,28 +328,30 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
     if len(jobs) != math.prod(shape):
         raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
                          "not this config's jobs")
-    t, columns = _time_axis(jobs), config.output.columns
-    series = np.full((len(jobs), t.size, len(columns)), np.nan)
+    record, t = _record_axis(jobs)
+    names = columns(jobs[0], config.output.columns)
+    series = np.full((len(jobs), t.size, len(names)), np.nan)
     scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
     scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
     positions = _positions_array(config, jobs, dims, t)
     missing, damaged = _place(store.read_each(jobs, known), t, series, scalars, positions)
     _refuse(damaged, missing, allow_missing)
-    _summaries(t, series, columns, scalars)
+    _summaries(t, series, names, scalars)
     data = {}
-    for c, name in enumerate(columns):
-        data[name] = (dims + ("time",), series[:, :, c].reshape(shape + (t.size,)),
-                      _attrs(SERIES[name]))
+    for c, name in enumerate(names):
+        data[name] = (dims + (record,), series[:, :, c].reshape(shape + (t.size,)),
+                      _attrs({**SERIES, **LAYER_SERIES}[name]))
     for name, values in scalars.items():
         data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
     data["status"][2].update(status_flags())
     if positions is not None:
-        names = dims + (("time",) if positions.ndim == 4 else ()) + ("token", "component")
-        data["positions"] = (names, positions.reshape(shape + positions.shape[1:]),
-                             {"long_name": "token positions on the sphere", "units": "1"})
+        on = dims + ((record,) if positions.ndim == 4 else ()) + ("token", "component")
+        what = "hidden states h" if record == "layer" else "token positions on the sphere"
+        data["positions"] = (on, positions.reshape(shape + positions.shape[1:]),
+                             {"long_name": what, "units": "1"})
     # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
     # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=coordinates(grid, t))
+    ds = xr.Dataset(data, coords=coordinates(grid, (record, t)))
     ds.attrs.update(provenance(config, command))
     return ds
 
@@ -377,7 +380,7 @@ def _place(parts, t, series, scalars, positions) -> tuple[list[Job], list[str]]:
         scalars["status"][k] = part.status
         scalars["wall_seconds"][k] = part.wall_seconds
         if part.observables is not None:
-            grid_key = (job.integrate.save_every, job.integrate.n_saves)
+            grid_key = (job.model.layers, job.integrate.save_every, job.integrate.n_saves)
             if grid_key not in rows:
                 rows[grid_key] = np.searchsorted(t, _times(job))
             series[k, rows[grid_key]] = part.observables
@@ -400,37 +403,49 @@ def _attrs(meta: tuple[str, str]) -> dict:
 
 
 def _times(job: Job) -> np.ndarray:
-    """The job's save grid 0, save_every, ..., t_max, rounded so that grids built from
-    different save_every values share their common times."""
+    """A job's rows of observables, rounded so that grids built from different save_every
+    values share their common times: the save grid 0, save_every, ..., t_max of a flow, the
+    layers 0..L of a layer model."""
+    if job.model.layers is not None:
+        return np.arange(job.model.layers + 1)
     return np.round(np.arange(job.integrate.n_saves) * job.integrate.save_every, 12)
 
 
+def columns(job: Job, chosen: tuple[str, ...] = OBSERVABLES) -> tuple[str, ...]:
+    """The names of a job's columns of observables: the series `chosen` (output.columns),
+    and for a layer model LAYER_SERIES after them."""
+    return tuple(chosen) + (tuple(LAYER_SERIES) if job.model.layers is not None else ())
+
+
 def t_cluster(t: np.ndarray, clustered: np.ndarray) -> np.ndarray:
-    """First recorded time with clustered fraction >= 1/2 (NaN if never), along the last
-    axis of clustered: [..., t.size] (NaN where a job recorded nothing)."""
+    """First recorded time (layer) with clustered fraction >= 1/2 (NaN if never), along the
+    last axis of clustered: [..., t.size] (NaN where a job recorded nothing)."""
     hit = clustered >= 0.5
     first = np.argmax(hit, axis=-1)
     return np.where(hit.any(axis=-1), t[first], np.nan)
 
 
 def max_clusters(n_clusters: np.ndarray) -> np.ndarray:
-    """Max of the cluster count over saved times t > 0 (NaN if none is finite), along the
-    last axis of n_clusters: [..., n_time], time 0 first."""
+    """Max of the cluster count over saved times (layers) t > 0 (NaN if none is finite),
+    along the last axis of n_clusters: [..., n_time], time 0 first."""
     later = n_clusters[..., 1:]
     finite = np.isfinite(later).any(axis=-1)
     return np.where(finite, np.max(np.where(np.isnan(later), -np.inf, later), axis=-1,
                                    initial=-np.inf), np.nan)
 
 
-def _time_axis(jobs: list[Job]) -> np.ndarray:
-    """The union of every job's save grid (one grid unless t_max or save_every is swept)."""
+def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
+    """("time", the union of every job's save grid: one grid unless t_max or save_every is
+    swept), or ("layer", 0..the deepest model's L) for layer models."""
+    if jobs[0].model.layers is not None:
+        return "layer", np.arange(max(j.model.layers for j in jobs) + 1)
     grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
-    return np.unique(np.concatenate([_times(j) for j in grids.values()]))
+    return "time", np.unique(np.concatenate([_times(j) for j in grids.values()]))
 
 
 def _positions_array(config, jobs, dims, t) -> np.ndarray | None:
-    """NaN positions [jobs, n, d] (final) or [jobs, time, n, d] (trajectory) to fill, or None
-    when none are kept (or n, d are swept)."""
+    """NaN positions [jobs, n, d] (final) or [jobs, rows, n, d] (trajectory: times or
+    layers) to fill, or None when none are kept (or n, d are swept)."""
     if config.output.positions == "none" or {"n", "d"} & set(dims):
         return None
     n, d = jobs[0].model.n, jobs[0].model.d

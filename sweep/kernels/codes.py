@@ -99,6 +99,11 @@ SERIES = {
                    "groups only (NaN with fewer than 2 groups)", "1"),
 }
 OBSERVABLES = tuple(SERIES)
+# what a layer model records beside SERIES, over (axes..., layer)
+LAYER_SERIES = {
+    "token_norm": ("mean Euclidean norm of the hidden states h_i (the observables use "
+                   "h_i / |h_i|)", "1"),
+}
 N_OBS = len(OBSERVABLES)
 # How much a save of the rows path computes (gramobs.observe_pairs): the order parameter and
 # the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters' union-find
@@ -137,10 +142,13 @@ SCALARS = {
 RANGES = {"order_parameter": (0.0, 1.0), "mean_cosine": (-1.0, 1.0), "min_cosine": (-1.0, 1.0),
           "clustered_fraction": (0.0, 1.0), "n_clusters": (1.0, "n"),
           "largest_cluster": (0.0, 1.0), "attention_entropy": (0.0, "log n"),
-          "max_clusters": (1.0, "n"), "t_cluster": (0.0, None)}
+          "max_clusters": (1.0, "n"), "t_cluster": (0.0, None),
+          "n_groups": (0.0, "n"), "singleton_fraction": (0.0, 1.0), "overlap_gap": (-2.0, 2.0),
+          "inter_attention": (0.0, 1.0), "silhouette": (-1.0, 1.0)}
 
 # the long names of the coordinates of grid axes (other axes are named by their key)
 TIME_NAME = "dimensionless time"
+LAYER_NAME = "layer (0 = the input, l = after block l)"
 AXIS_NAMES = {"beta": "inverse temperature beta", "d": "dimension d", "n": "number of tokens n",
               "heads": "number of heads", "head_beta": "inverse temperature of each head",
               "seed": "random seed", "noise": "diffusion constant D", "dt": "time step dt",

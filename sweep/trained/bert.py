@@ -24,6 +24,7 @@ import numpy as np
 
 from sweep.core.config import ConfigError, clip, show
 from sweep.core.files import read_bytes
+from sweep.core.layers.transformer import gelu, layer_norm  # the layer models' own
 from sweep.trained import wordpiece
 
 # name: (importable module, pip requirement); the module's get_model_path() is the directory
@@ -254,20 +255,6 @@ def _layer(t: dict, p: str) -> Layer:
 
 
 # ---------------------------------------------------------------- forward pass
-
-def layer_norm(x: np.ndarray, ln: tuple[np.ndarray, np.ndarray], eps: float) -> np.ndarray:
-    mu = x.mean(axis=-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * ln[0] + ln[1]
-
-
-_erf = np.frompyfunc(math.erf, 1, 1)
-
-
-def gelu(x: np.ndarray) -> np.ndarray:
-    """x Phi(x), with the exact erf (BERT's `gelu`, not the tanh approximation)."""
-    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(np.float64))
-
 
 def split_heads(y: np.ndarray, heads: int) -> np.ndarray:
     """[n, d] -> [heads, n, d / heads]: head h owns features h d_h .. (h + 1) d_h - 1."""

@@ -26,7 +26,7 @@ from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.general.observables import observe
 from sweep.kernels.general.workspace import workspace
-from sweep.trained.bert import Bert, Trace, forward
+from sweep.trained.bert import Bert, Trace, embed, forward
 
 # name: (long_name, units), beside the observables of kernels.codes.SERIES
 EXTRA = {
@@ -160,6 +160,24 @@ def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
                     cosine_threshold=float(threshold),
                     token_ids=" ".join(str(i) for i in trace.ids))
     return ds
+
+
+def embeddings(bert: Bert, text: str) -> np.ndarray:
+    """[n, d] float64: the model's layer 0 for `text` (the embeddings after their LayerNorm,
+    unnormalised), the start of a layer model that is this model (docs/layers.md)."""
+    return embed(bert, np.asarray(bert.tokenizer.encode(text), dtype=np.int64))
+
+
+def save_embeddings(bert: Bert, text: str, path: Path) -> Path:
+    """np.save the embeddings of `text` at path; StoreError (exit 1) if it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as f:
+            np.save(f, embeddings(bert, text))
+    except OSError as err:
+        raise StoreError(f"{path}: cannot write ({err.strerror or type(err).__name__})") \
+            from None
+    return path
 
 
 # ---------------------------------------------------------------- attention matrices
