@@ -106,12 +106,18 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
                      time.perf_counter() - t0, kept)
 
 
-def simulate_layers(job: Job, positions: str = "none",
-                    stop: np.ndarray | None = None) -> JobResult:
-    """One layer model (docs/layers.md): its blocks drawn or read, h_0 through them, every
-    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last)."""
+def layer_blocks(job: Job) -> tuple[params.Block, ...]:
+    """A layer model's blocks, drawn (from the job's seed) or read."""
+    return params.blocks(job, functools.partial(_rng, job.seed))
+
+
+def simulate_layers(job: Job, positions: str = "none", stop: np.ndarray | None = None,
+                    blocks: tuple[params.Block, ...] | None = None) -> JobResult:
+    """One layer model (docs/layers.md): its blocks drawn or read (or `blocks`, e.g. trained
+    ones), h_0 through them, every layer observed; observables [layers + 1,
+    len(OBSERVABLES) + 1] (token_norm last)."""
     t0 = time.perf_counter()
-    blocks = params.blocks(job, functools.partial(_rng, job.seed))
+    blocks = layer_blocks(job) if blocks is None else blocks
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     status, obs, kept = stack.run(job.model, initial_state(job), blocks, noise_key(job),
                                   float(job.integrate.cluster_eps), flag,
