@@ -155,6 +155,11 @@ $(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/m
 $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
 	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
 
+# The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
+docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \
+                       | $(VENV)/.installed
+	$(PY) benchmarks/integrators.py
+
 # ---------------------------------------------------------------- trained transformer
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.

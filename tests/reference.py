@@ -21,14 +21,23 @@ def attention(x, attention, beta):
     return np.exp(s) / x.shape[0]
 
 
+def project(x, v):
+    """P_{x_i}(v_i) = v_i - <x_i, v_i> x_i for every row."""
+    return v - np.sum(x * v, axis=1, keepdims=True) * x
+
+
 def velocity(x, attention_kind, beta):
     """P_{x_i}(sum_j w_ij x_j) with P_x(y) = y - <x, y> x."""
-    v = attention(x, attention_kind, beta) @ x
-    return v - np.sum(x * v, axis=1, keepdims=True) * x
+    return project(x, attention(x, attention_kind, beta) @ x)
 
 
 def euler_step(x, kind, beta, dt):
     return normalize(x + dt * velocity(x, kind, beta))
+
+
+def layer_step(x, kind, beta, dt):
+    """The reference code's step: the attention output added unprojected, then normalised."""
+    return normalize(x + dt * attention(x, kind, beta) @ x)
 
 
 def rk4_step(x, kind, beta, dt):
@@ -37,6 +46,29 @@ def rk4_step(x, kind, beta, dt):
     k3 = velocity(x + 0.5 * dt * k2, kind, beta)
     k4 = velocity(x + dt * k3, kind, beta)
     return normalize(x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
+
+
+def pooled_clustering(positions, threshold=0.999):
+    """arXiv 2312.10794's "probability of clustering": the ordered pairs i != j with
+    <x_i, x_j> > threshold, counted over every start together, over all such pairs.
+    positions: [..., starts, n, d] -> [...]."""
+    g = np.einsum("...id,...jd->...ij", positions, positions)
+    n = g.shape[-1]
+    close = (g > threshold) & ~np.eye(n, dtype=bool)
+    return close.sum(axis=(-3, -2, -1)) / (g.shape[-3] * n * (n - 1))
+
+
+def checkpoint_steps(t_max, dt, count):
+    """The step at which the reference code records each of its checkpoints
+    linspace(0, t_max, count): the first step whose accumulated clock reaches it (the clock
+    is a running float sum of dt, checked after each step)."""
+    marks, steps, clock, step = np.linspace(0.0, t_max, count), [], 0.0, 0
+    while len(steps) < count:
+        clock += dt
+        step += 1
+        while len(steps) < count and clock >= marks[len(steps)]:
+            steps.append(step)
+    return np.array(steps)
 
 
 def cluster_labels(adjacency):
@@ -138,7 +170,7 @@ def observables(x, kind, beta, eps):
 
 def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):
     """Observables at each save and the final state, stepping exactly like the kernel."""
-    step = euler_step if method == "euler" else rk4_step
+    step = {"euler": euler_step, "layer": layer_step, "rk4": rk4_step}[method]
     obs = [observables(x, kind, beta, eps)]
     for _ in range(n_saves - 1):
         for _ in range(stride):
@@ -286,8 +318,8 @@ def _frozen(model, n):
     return np.arange(n) < (int(param) if name == "leaders" else 0)
 
 
-def zoo_velocity(x, model):
-    """P_{x_i}(mean_h sum_j W^h_ij V_h x_j + F x_i); leaders have velocity zero."""
+def zoo_output(x, model):
+    """v_i = mean_h sum_j W^h_ij V_h x_j + F x_i; leaders have output zero."""
     n, d = x.shape
     betas, qk, v, name, param = _parts(model, d)
     kind = model.get("attention", "softmax")
@@ -297,7 +329,12 @@ def zoo_velocity(x, model):
     if model.get("ffn") is not None:
         u = u + x @ np.asarray(model["ffn"]).T
     u[_frozen(model, n)] = 0.0
-    return u - np.sum(x * u, axis=1, keepdims=True) * x
+    return u
+
+
+def zoo_velocity(x, model):
+    """P_{x_i}(v_i) for the zoo's attention output v_i."""
+    return project(x, zoo_output(x, model))
 
 
 def _splitmix(key, counter):
@@ -318,7 +355,8 @@ def normals(key, tick, n, d):
 
 
 def zoo_step(x, model, method, dt, tick):
-    """One step; leaders are copied, not renormalised, so they never move at all."""
+    """One euler, layer or rk4 step (noise: Euler-Maruyama, its increment projected);
+    leaders are copied, not renormalised, so they never move at all."""
     f = lambda y: zoo_velocity(y, model)  # noqa: E731
     frozen = _frozen(model, x.shape[0])
     if method == "rk4":
@@ -327,8 +365,8 @@ def zoo_step(x, model, method, dt, tick):
         k3 = f(x + 0.5 * dt * k2)
         k4 = f(x + dt * k3)
         y = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    else:
-        y = x + dt * f(x)
+    else:  # euler steps along P_x(v), layer along v itself
+        y = x + dt * (zoo_output(x, model) if method == "layer" else f(x))
     if model.get("noise", 0.0) > 0:
         xi = normals(model.get("noise_key", 0), tick, *x.shape)
         xi = xi - np.sum(x * xi, axis=1, keepdims=True) * x

@@ -63,7 +63,7 @@ def built_once(monkeypatch):
     monkeypatch.setattr(typer.testing, "_get_command", lambda _: command)
 
 
-def test_campaign(tmp_path_factory, sweep_done, model, built_once):
+def test_campaign(tmp_path_factory, monkeypatch, sweep_done, model, built_once):
     shared = tmp_path_factory.mktemp("shared")
     shutil.copytree(sweep_done, shared, dirs_exist_ok=True)  # rerun in place by shard cases
     cases = campaign.cases(SEED, shared, sweep_done, model)
@@ -72,6 +72,7 @@ def test_campaign(tmp_path_factory, sweep_done, model, built_once):
     try:
         for case in cases:
             folder = tmp_path_factory.mktemp("case")
+            monkeypatch.chdir(folder)  # relative output paths land in the case's folder
             args, env = case.make(folder)
             signal.alarm(CASE_SECONDS)
             try:

@@ -116,11 +116,11 @@ def test_deeply_nested_yaml_json_or_set_value_is_one_line(tmp_path, text):
 
 def test_yaml_merge_keys_are_supported_and_explicit_keys_win(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("name: t\nmodel: &m {d: 4, n: 6, beta: 2.0}\n"
+    path.write_text("name: t\nmodel: &m {d: 4, beta: 2.0}\n"
                     "init: {<<: {kind: clusters, clusters: 2}, clusters: 3}\n"
                     "grid:\n  zip:\n    - {<<: {n: [4, 6]}, dt: [0.1, 0.05]}\n")
     cfg = config.load(path)
-    assert (cfg.model.d, cfg.model.n, cfg.init.kind, cfg.init.clusters) == (4, 6, "clusters", 3)
+    assert (cfg.model.d, cfg.init.kind, cfg.init.clusters) == (4, "clusters", 3)
     assert plan(path).exit_code == 0
     path.write_text("name: t\nmodel: {<<: {d: 4}, d: 5, d: 6}\n")  # explicit twice: an error
     assert "'d' appears twice" in one_line(plan(path))

@@ -56,7 +56,7 @@ def valid_configs(draw):
                   "beta": draw(st.floats(0.0, 20.0)), "d": draw(st.integers(2, 8)),
                   "n": draw(st.integers(1, 8))},
         "init": {"kind": "uniform", "jitter": draw(st.floats(0.0, 1.0))},
-        "integrate": {"method": draw(st.sampled_from(["euler", "rk4"])), "dt": dt,
+        "integrate": {"method": draw(st.sampled_from(["euler", "layer", "rk4"])), "dt": dt,
                       "save_every": save_every, "t_max": save_every * draw(st.integers(1, 5)),
                       "dtype": draw(st.sampled_from(["float64", "float32"]))},
         "output": {"positions": draw(st.sampled_from(["none", "final", "trajectory"]))},

@@ -38,6 +38,7 @@ from sweep.kernels.rows import integrate_rows
 # odd d; (3, 9): fewer tokens than a block
 PATHS = ["rows", "blocked", "symmetric"]
 CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0), (12, 9, 4.0), (3, 9, 2.0)]
+METHODS = list(METHOD_CODES)
 
 
 def run(path, x0, kind="softmax", beta=1.0, method="euler", dt=0.05, stride=3, n_saves=4,
@@ -87,7 +88,7 @@ def test_exp_clamps_below_to_a_negligible_weight():
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kind", ["softmax", "unnormalized"])
 @pytest.mark.parametrize("n,d,beta", CASES)
 def test_fast_paths_match_reference(path, kind, method, n, d, beta):
@@ -100,9 +101,23 @@ def test_fast_paths_match_reference(path, kind, method, n, d, beta):
 
 
 @pytest.mark.parametrize("path", ["blocked", "symmetric"])
-def test_blocked_does_not_depend_on_threads(path):
+@pytest.mark.parametrize("method", METHODS)
+def test_unnormalized_weights_count_every_token_not_the_tile(path, method):
+    # 1/n with n the system's tokens: two row tiles (256 + 44), each row scaled alike
+    x0 = uniform(TILE + 44, 5, np.random.default_rng(9))
+    dt = 0.05 * np.exp(-2.0)
+    with threadpool_limits(1, user_api="blas"):
+        status, obs, x, _ = run(path, x0, "unnormalized", 2.0, method, dt)
+    want_obs, want_x = ref.trajectory(x0, "unnormalized", 2.0, method, dt, 3, 4, 0.05)
+    assert status == 0
+    assert_matches_reference(obs, x, want_obs, want_x)
+
+
+@pytest.mark.parametrize("path", ["blocked", "symmetric"])
+@pytest.mark.parametrize("method", ["rk4", "layer"])
+def test_blocked_does_not_depend_on_threads(path, method):
     x0 = uniform(300, 24, np.random.default_rng(1))  # two row tiles: 256 + 44
-    kw = dict(beta=3.0, method="rk4", stride=2, n_saves=2)
+    kw = dict(beta=3.0, method=method, stride=2, n_saves=2)
     with threadpool_limits(1, user_api="blas"):
         want = run(path, x0, **kw)
         got = run(path, x0, **kw, threads=3)
@@ -188,7 +203,7 @@ def test_symmetric_observables_from_the_upper_blocks(kind, beta):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_positions_do_not_depend_on_how_often_a_run_saves(path, method, dtype):
     # a save in Symmetric leaves x's weights for the step that follows it; with or without
@@ -217,7 +232,7 @@ def test_symmetric_step_after_a_save_reuses_its_weights(monkeypatch):
 
 
 @pytest.mark.parametrize("kind", [Blocked, Symmetric])
-@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("method", METHODS)
 def test_blocked_step_loop_allocates_no_arrays(kind, method):
     # NumPy reports its buffers to tracemalloc: a temporary of one tile's products (256 x 24
     # doubles, 49 kB) in a step would show; only Python's small objects (closures) remain
@@ -246,8 +261,9 @@ from sweep.kernels.rows import integrate_rows
 from sweep.core.states import uniform
 out = []
 cases = ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
+         (12, 4, 2, integrate_rows, {}),
          (300, 5, 1, integrate_blocked, {"symmetric": False}),
-         (300, 5, 1, integrate_blocked, {"symmetric": True}))
+         (300, 5, 2, integrate_blocked, {"symmetric": True}))
 for (n, d, method, run, kw), grouped in itertools.product(cases, (False, True)):
     x = uniform(n, d, np.random.default_rng(0))
     if grouped:  # half the tokens in one group: the resolved observables' own passes run
@@ -293,7 +309,7 @@ print(json.dumps([[count(m, s) for s in (1, 40)] for m in map(int, sys.argv[1:])
 
 def test_rows_step_loop_allocates_nothing():
     # the same number of allocations for 2 and 80 steps: none of them is per step
-    for few, many in allocations(COUNT_ALLOCATIONS, METHOD_CODES["euler"], METHOD_CODES["rk4"]):
+    for few, many in allocations(COUNT_ALLOCATIONS, *METHOD_CODES.values()):
         assert few == many > 0
 
 
@@ -342,7 +358,7 @@ def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("method", METHODS)
 def test_float32_tracks_float64(path, method):
     x0 = uniform(12, 5, np.random.default_rng(3))
     _, obs64, x64, _ = run(path, x0, beta=2.0, method=method, stride=4, n_saves=6)

@@ -139,7 +139,7 @@ def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, 
     damage(store.path(jobs[2]), store.path(jobs[4]))
     line = one_clean_line(invoke("merge", path, "--set", f"output.path={out}"), 1)
     assert store.path(jobs[2]).name in line and word in line
-    status = invoke("status", path, "--out", out)
+    status = invoke("status", path, "--set", f"output.path={out}")
     assert status.exit_code == 0 and ", 1 damaged" in status.output and word in status.output
     rerun = invoke("run", path, "--out", out)
     assert rerun.exit_code == 0, rerun.output

@@ -81,8 +81,8 @@ def test_bad_shard():
 
 ID_CONFIGS = {
     "plain": {"model": {"d": 3, "n": 4}, "grid": {"beta": [0.0, 1.5], "seed": {"range": [0, 2]}}},
-    "zip": {"model": {"d": 3, "n": 4, "heads": 2, "head_beta": [1.0, 2.0]},
-            "integrate": {"dt": 0.05, "t_max": 1.0, "save_every": 0.5},
+    "zip": {"model": {"d": 3, "heads": 2, "head_beta": [1.0, 2.0]},
+            "integrate": {"t_max": 1.0, "save_every": 0.5},
             "grid": {"zip": [{"n": [4, 6], "dt": [0.1, 0.05]}], "attention": ["softmax", "relu"]},
             "output": {"positions": "final"}},
     "files": {"model": {"d": 3, "n": 4, "qk": "qk.npy", "v": "qk"},

@@ -20,7 +20,7 @@ def test_velocity_matches_reference(kind, n, d, beta):
         1.0, np.abs(ref.velocity(x, kind, beta)).max()))
 
 
-@pytest.mark.parametrize("method", ["euler", "rk4"])
+@pytest.mark.parametrize("method", ["euler", "layer", "rk4"])
 @pytest.mark.parametrize("kind", ["softmax", "unnormalized"])
 @pytest.mark.parametrize("n,d,beta", CASES[:3])
 def test_integration_and_observables_match_reference(kind, method, n, d, beta):
@@ -30,6 +30,19 @@ def test_integration_and_observables_match_reference(kind, method, n, d, beta):
     want_obs, want_x = ref.trajectory(x0, kind, beta, method, dt, 3, 4, 0.05)
     assert status == 0
     assert_matches_reference(obs, x, want_obs, want_x)
+
+
+@pytest.mark.parametrize("kind, beta", [("softmax", 2.0), ("unnormalized", 1.0)])
+def test_layer_step_is_a_shorter_projected_step(kind, beta):
+    # x + dt v = (1 + dt <x, v>) (x + h P_x v) with h = dt / (1 + dt <x, v>): after
+    # normalising, one layer step is a projected Euler step of size h (docs/integrators.md)
+    x0, dt = states.uniform(8, 3, np.random.default_rng(4)), 0.3
+    _, _, x, _ = run_kernel(x0, kind, beta, "layer", dt)
+    v = ref.attention(x0, kind, beta) @ x0
+    h = dt / (1 + dt * np.sum(x0 * v, axis=1, keepdims=True))
+    assert h.max() < dt
+    np.testing.assert_allclose(x, ref.normalize(x0 + h * ref.project(x0, v)), rtol=0,
+                               atol=1e-14)
 
 
 def test_observables_of_known_states():

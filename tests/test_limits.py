@@ -104,6 +104,32 @@ def test_the_reported_stable_step_is_where_convergence_stops(attention, beta, me
     assert outcome[0.8] < 0.1 * spread(x0) < spread(x0) < outcome[1.2]
 
 
+def test_layer_converges_at_any_step_with_a_slower_clock():
+    # five times euler's stable step: euler diverges, layer still contracts, by the factor
+    # 1 / (1 + dt r)^2 on 1 - cosine that its step dt / (1 + dt r) predicts near consensus
+    rng = np.random.default_rng(0)
+    x0 = np.array([0.0, 0.0, 1.0]) + 1e-3 * rng.standard_normal((5, 3))
+    x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
+    dt = 5 * stability.stable_dt("unnormalized", 3.0, "euler")
+    assert stability.stable_dt("unnormalized", 3.0, "layer") == np.inf
+    _, _, euler, _ = run_kernel(x0, "unnormalized", 3.0, "euler", dt, stride=30)
+    _, _, layer, _ = run_kernel(x0, "unnormalized", 3.0, "layer", dt)
+    assert spread(euler) > spread(x0)
+    shrink = spread(layer) / spread(x0)
+    assert shrink == pytest.approx(1 / (1 + dt * np.exp(3.0)) ** 2, rel=0.02)
+
+
+def test_plan_says_when_the_layer_clock_runs_slow(tmp_path):
+    raw = {"model": {"attention": "unnormalized"}, "integrate": {"method": "layer", "dt": 0.1},
+           "grid": {"beta": [1.0, 2.0, 4.0]}}
+    result = plan(tmp_path, raw)
+    assert result.exit_code == 0
+    # dt r = 0.27 at beta 1 is quiet; 0.74 at beta 2 too; 5.5 at beta 4 is reported
+    assert "times run 6.46x slow" in result.output and "[1 job(s), beta 4]" in result.output
+    assert "dt < 0.0183" in result.output
+    assert plan(tmp_path, {"integrate": {"method": "layer"}}).output.count("slow") == 0
+
+
 def test_usa_stable_step_shrinks_like_exp_minus_beta():
     assert stability.stable_dt("unnormalized", 0.0, "euler") == pytest.approx(2.0)
     assert stability.stable_dt("unnormalized", 5.0, "euler") == pytest.approx(2 * np.exp(-5))

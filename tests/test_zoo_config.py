@@ -8,6 +8,7 @@ import xarray as xr
 import yaml
 from typer.testing import CliRunner
 
+import reference as ref
 from sweep.cli import app
 from sweep.core import config, states
 from sweep.core.grid import expand
@@ -68,6 +69,20 @@ def test_bad_zoo_input_is_refused_at_plan_time(tmp_path, change, named):
     assert result.exit_code == 2, result.output
     line = result.output.strip()
     assert "\n" not in line and "Traceback" not in line and named in line
+
+
+def test_noise_with_the_layer_step_runs_as_the_reference_steps():
+    # Euler-Maruyama with the layer's drift: x <- normalize(x + dt v + sqrt(2 D dt) P_x(xi))
+    cfg = config.from_dict(with_keys(model={"noise": 0.2, "mask": "leaders:1"},
+                                     integrate={"method": "layer"}))
+    job = expand(cfg)[1]
+    got = simulate(job, "final")
+    model = dict(attention="softmax", beta=1.0, noise=0.2, mask="leaders:1",
+                 noise_key=job_dynamics(job).noise_key)
+    want_obs, want_x = ref.zoo_trajectory(initial_state(job), model, "layer", 0.1, 5, 3, 1e-3)
+    assert got.status == 0
+    np.testing.assert_allclose(got.positions, want_x, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.observables, want_obs, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("key,shape,ok", [

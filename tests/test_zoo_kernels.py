@@ -58,10 +58,10 @@ def test_velocity_matches_reference(name):
     np.testing.assert_allclose(out, ref.zoo_velocity(x, model), rtol=0, atol=1e-12)
 
 
-# noise is Euler-Maruyama only (configs refuse rk4 with noise)
+# noise is Euler-Maruyama only, with the euler or the layer drift (configs refuse rk4)
 @pytest.mark.parametrize("name,method", [(name, method) for name in MODELS
-                                         for method in ("euler", "rk4")
-                                         if method == "euler" or not MODELS[name].get("noise")])
+                                         for method in ("euler", "layer", "rk4")
+                                         if method != "rk4" or not MODELS[name].get("noise")])
 def test_integration_and_observables_match_reference(name, method):
     model = MODELS[name]
     x0 = _start(7)
@@ -74,13 +74,14 @@ def test_integration_and_observables_match_reference(name, method):
     np.testing.assert_array_less(np.abs(obs - want_obs), 1e-12 * scale)
 
 
+@pytest.mark.parametrize("method", ["euler", "layer"])
 @pytest.mark.parametrize("name", MODELS)
-def test_float32_tracks_float64(name):
+def test_float32_tracks_float64(name, method):
     model = MODELS[name]
     x0 = _start(3)
-    _, obs64, x64, _ = run_kernel(x0, dt=0.02, stride=5, n_saves=4, model=model)
-    status, obs32, x32, _ = run_kernel(x0, dt=0.02, stride=5, n_saves=4, model=model,
-                                       dtype=np.float32)
+    kw = dict(method=method, dt=0.02, stride=5, n_saves=4, model=model)
+    _, obs64, x64, _ = run_kernel(x0, **kw)
+    status, obs32, x32, _ = run_kernel(x0, **kw, dtype=np.float32)
     assert status == 0 and x32.dtype == np.float32
     np.testing.assert_allclose(x32, x64, atol=1e-5)
     np.testing.assert_allclose(obs32[:, [0, 1, 2, 6, 7]], obs64[:, [0, 1, 2, 6, 7]], atol=1e-5)
@@ -112,7 +113,8 @@ qk, v, w = r.standard_normal((h, d, d)), r.standard_normal((h, d, d)), r.standar
 MODELS = [("euler", dict(attention="softmax", mask="topk:4", noise=0.1, ffn=w)),
           ("euler", dict(attention="hardmax", mask="leaders:2", noise=0.2)),
           ("rk4", dict(attention="relu", mask="window:2", ffn=w)),
-          ("rk4", dict(attention="unnormalized", mask="groups:3"))]
+          ("rk4", dict(attention="unnormalized", mask="groups:3")),
+          ("layer", dict(attention="softmax", mask="causal", noise=0.1, ffn=w))]
 def count(method, model, stride):
     dyn = dynamics(beta=1.5, heads=h, qk=qk, v=v, noise_key=11, **model)
     args = (uniform(n, d, np.random.default_rng(2)), dyn, METHOD_CODES[method], 0.01, stride,
@@ -129,7 +131,7 @@ def test_step_loop_allocates_nothing():
     # several heads with their own matrices, masks, noise, ffn: the same number of
     # allocations for 2 and 80 steps, so every scratch array is made once per job
     counts = allocations(COUNT_ALLOCATIONS)
-    assert len(counts) == 4
+    assert len(counts) == 5
     for few, many in counts:
         assert few == many > 0
 
@@ -166,10 +168,11 @@ def test_hardmax_follows_the_nearest_other_token():
     np.testing.assert_allclose(out[0], x[1] - x[1] @ x[0] * x[0], atol=1e-15)
 
 
-def test_leaders_never_move_and_groups_split_evenly():
+@pytest.mark.parametrize("method", ["euler", "layer"])
+def test_leaders_never_move_and_groups_split_evenly(method):
     x0 = _start(14)
-    _, _, x, _ = run_kernel(x0, n_saves=10, model=dict(attention="softmax", beta=1.0,
-                                                         mask="leaders:3"))
+    _, _, x, _ = run_kernel(x0, method=method, n_saves=10,
+                            model=dict(attention="softmax", beta=1.0, mask="leaders:3"))
     np.testing.assert_array_equal(x[:3], x0[:3])
     assert np.abs(x[3:] - x0[3:]).max() > 1e-2
     blocks = ref.allowed(N, "groups", 4, None)

@@ -21,7 +21,7 @@ import yaml
 
 from sweep.core.files import read_bytes
 from sweep.errors import ConfigError
-from sweep.kernels.codes import ATTENTION_CODES, parse_mask
+from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, parse_mask
 
 
 def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, high_open=False,
@@ -148,7 +148,7 @@ class Init:
 
 @dataclass(frozen=True)
 class Integrate:
-    method: str = _field("euler", str, choices=("euler", "rk4", "layer"))
+    method: str = _field("euler", str, choices=tuple(METHOD_CODES))
     dt: float = _field(0.1, float, low=0.0, low_open=True)
     t_max: float = _field(30.0, float, low=0.0, low_open=True)
     save_every: float = _field(0.5, float, low=0.0, low_open=True)

@@ -7,6 +7,11 @@ is stable on that decay only if dt r stays inside its stability interval: 2 for 
 for classical RK4. So the stable step is 2 / r (Euler) or 2.785 / r (RK4); a larger one
 oscillates or wanders instead of converging. `dt` is never rescaled: a too-large step is
 reported, with the step that would be stable.
+The layer step x <- normalize(x + dt v) is stable for every dt: near consensus <x_i, v_i> ~ r
+too, so a deviation from the mean is divided by 1 + dt r each step (backward Euler's factor,
+in (0, 1)). What it loses is time: each step advances the flow by dt / (1 + dt r), not dt
+(docs/integrators.md), so for dt r >= 1 its times near consensus run 2x slow or more, which
+is reported the same way.
 """
 
 from __future__ import annotations
@@ -17,8 +22,6 @@ import numpy as np
 
 from sweep.core.grid import kinds
 
-# layer: x <- normalize(x + dt v) moves x toward v = A x (a convex combination of tokens
-# under softmax), so it converges near consensus for every dt > 0
 STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf}
 
 
@@ -46,18 +49,35 @@ def job_hint(model, integ) -> str:
         return (f"model.beta: exp(beta) overflows {integ.dtype} for beta > "
                 f"{exp_limit(integ.dtype):.1f} under unnormalized attention; these jobs end "
                 f"with status 1 (non-finite)")
-    limit = stable_dt(model.attention, beta, integ.method)
-    if model.layers is None and integ.dt >= limit:
-        return (f"integrate.dt: {integ.dt:g} is too large for {model.attention} attention at "
-                f"beta={beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
-                f"(relaxation rate {relaxation_rate(model.attention, beta):.3g} near "
-                f"consensus); dt is used as given")
+    step = _step_hint(model, integ, beta)
+    if step:
+        return step
     # the energy sums n^2 terms up to e^beta, in float64 whatever the dtype
     energy_limit = exp_limit("float64") - 2 * math.log(model.n)
     if beta > energy_limit:
         return (f"model.beta: the energy E_beta overflows float64 for beta > {energy_limit:.1f}"
                 f" at n={model.n} and is stored as inf; the dynamics and the other observables "
                 "stay finite")
+    return ""
+
+
+def _step_hint(model, integ, beta: float) -> str:
+    """Whether dt is too large for the method near consensus; '' for a layer model, which has
+    no clock (dt does not enter it)."""
+    if model.layers is not None:
+        return ""
+    rate = relaxation_rate(model.attention, beta)
+    if integ.method == "layer" and integ.dt * rate >= 1.0:
+        return (f"integrate.dt: {integ.dt:g} with layer at beta={beta:g}: near "
+                f"consensus a step advances the flow by dt / (1 + dt r) = "
+                f"{integ.dt / (1 + integ.dt * rate):.3g} (relaxation rate r = {rate:.3g}), so "
+                f"times run {1 + integ.dt * rate:.3g}x slow; dt < {1 / rate:.3g} keeps that "
+                f"under 2x (the layer step is stable for any dt); dt is used as given")
+    limit = stable_dt(model.attention, beta, integ.method)
+    if integ.dt >= limit:
+        return (f"integrate.dt: {integ.dt:g} is too large for {model.attention} attention at "
+                f"beta={beta:g} with {integ.method}; a stable step is dt < {limit:.3g} "
+                f"(relaxation rate {rate:.3g} near consensus); dt is used as given")
     return ""
 
 

@@ -27,7 +27,9 @@ jit_fast = numba.njit(**FAST_OPTIONS)
 # resumed run must give the bits of a clean one (tests/test_fast.py checks fresh vs cached).
 jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
 
-# Inlined into its callers by Numba itself, for a small helper called per token inside a loop:
-# an ordinary call passes each array with an atomic reference count up and down, which for a
-# few dozen flops costs more than the flops (groups.against_groups at n = 32).
+# Inlined into its callers by Numba itself: for a small helper called per token inside a loop
+# (an ordinary call passes each array with an atomic reference count up and down, which for a
+# few dozen flops costs more than the flops: groups.against_groups at n = 32), and for
+# kernels/timeloop.run, so each path's integrate gets its own copy of the loop as if written
+# there (a separately compiled loop cost the general path ~5% at (16, 3)).
 jit_inline = numba.njit(**OPTIONS, inline="always")

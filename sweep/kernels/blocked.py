@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED, TILE
+from sweep.kernels.codes import EULER, LAYER, RK4, TILE
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import (
     finish_outside,
@@ -40,7 +41,8 @@ from sweep.kernels.gramobs import (
     summarize_forests,
 )
 from sweep.kernels.groups import groups_scratch, resolve
-from sweep.kernels.sphere import all_finite, axpy, normalize_rows
+from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
+from sweep.kernels.timeloop import implement, run
 
 
 @jit_fast
@@ -84,17 +86,19 @@ def block_sums(w, lo, hi, z):
 
 
 @jit_fast
-def finish_velocity(x, v, z, softmax, out):
-    """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n."""
-    n, d = x.shape
-    for i in range(n):
+def finish_velocity(x, v, z, softmax, n, method, out):
+    """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n, n the system's token count
+    (x, v, z, out: one tile's rows); v_i s_i itself for the layer method."""
+    rows, d = x.shape
+    for i in range(rows):
         s = 1.0 / z[i] if softmax else 1.0 / n
         dot = 0.0
         for k in range(d):
             out[i, k] = v[i, k] * s
             dot += out[i, k] * x[i, k]
-        for k in range(d):
-            out[i, k] -= dot * x[i, k]
+        if method != LAYER:
+            for k in range(d):
+                out[i, k] -= dot * x[i, k]
 
 
 class Blocked:
@@ -137,12 +141,14 @@ class Blocked:
         lo, hi = self.tiles[k]
         return np.matmul(x[lo:hi], self.xt, out=self.gram[s, :hi - lo])
 
-    def velocity_tile(self, s: int, k: int, x: np.ndarray, out: np.ndarray) -> None:
+    def velocity_tile(self, s: int, k: int, x: np.ndarray, out: np.ndarray,
+                      method: int) -> None:
         lo, hi = self.tiles[k]
         g = self.gram_tile(s, k, x)
         exp_rows(g, self.beta, self.c, self.z[lo:hi])
         np.matmul(g, x, out=self.v[lo:hi])
-        finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, out[lo:hi])
+        finish_velocity(x[lo:hi], self.v[lo:hi], self.z[lo:hi], self.softmax, x.shape[0],
+                        method, out[lo:hi])
 
     def observe_tile(self, s: int, k: int, x: np.ndarray, eps: float) -> None:
         lo = self.tiles[k][0]
@@ -180,21 +186,23 @@ class Blocked:
         """groups.outside of every row: the tiles' weights again (Blocked keeps none)."""
         self.each_tile(self.outside_share_tile, x)
 
-    def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
+    def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
+        """out = P_x(v) for every token (v itself for the layer method)."""
         np.copyto(self.xt, x.T)
-        self.each_tile(self.velocity_tile, x, out)
+        self.each_tile(self.velocity_tile, x, out, method)
 
     def step(self, x: np.ndarray, method: int, dt: float) -> None:
-        """One euler or rk4 step of x in place, then renormalisation (as integrators.py)."""
+        """One euler, layer or rk4 step of x in place, then renormalisation (as
+        general/integrators.py)."""
         k1, k2, k3, k4, y = self.ws
-        self.velocity(x, k1)
-        if method == EULER:
-            axpy(x, x, dt, k1)
-        else:
+        self.velocity(x, k1, method)
+        if method == RK4:
             for k_in, k_out, h in ((k1, k2, 0.5 * dt), (k2, k3, 0.5 * dt), (k3, k4, dt)):
                 axpy(y, x, h, k_in)
-                self.velocity(y, k_out)
+                self.velocity(y, k_out, method)
             rk4_combine(x, dt, k1, k2, k3, k4)
+        else:
+            axpy(x, x, dt, k1)
         normalize_rows(x)
 
 
@@ -231,22 +239,23 @@ class Symmetric(Blocked):
         np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
         exp_block(self.w, lo, hi, self.beta, self.c)
 
-    def product_tile(self, k: int, x: np.ndarray, out: np.ndarray) -> None:
+    def product_tile(self, k: int, x: np.ndarray, out: np.ndarray, method: int) -> None:
         lo, hi = self.tiles[k]
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
         np.matmul(right, x[lo:], out=v)
         if lo > 0:
             axpy(v, v, 1.0, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))  # v += W^T x
         block_sums(self.w, lo, hi, self.z[lo:hi])
-        finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, out[lo:hi])
+        finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, x.shape[0], method,
+                        out[lo:hi])
 
-    def velocity(self, x: np.ndarray, out: np.ndarray) -> None:
+    def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
         np.copyto(self.xt, x.T)
         tiles = range(len(self.tiles))
         if self.weights_of is not x:  # else a save has just left x's weights in w
             list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
         self.weights_of = None
-        list(self.tile_map(lambda k: self.product_tile(k, x, out), tiles))
+        list(self.tile_map(lambda k: self.product_tile(k, x, out, method), tiles))
 
     def observe_upper(self, k: int, x: np.ndarray, eps: float) -> None:
         lo, hi = self.tiles[k]
@@ -273,13 +282,28 @@ class Symmetric(Blocked):
         finish_outside(TILE, self.cols, self.part, self.rows, self.groups.outside)
 
 
-@jit_fast
-def rk4_combine(x, dt, k1, k2, k3, k4):
-    h = dt / 6.0
-    n, d = x.shape
-    for i in range(n):
-        for k in range(d):
-            x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
+@dataclass(frozen=True)
+class System:
+    """One system of the blocked path for the time loop: its work arrays and how it steps."""
+
+    work: Blocked
+    method: int
+    dt: float
+    eps: float
+
+    def advance(self, x: np.ndarray, tick: int, steps: int, stop: np.ndarray) -> int:
+        for r in range(steps):
+            if stop[0] != 0:
+                return r
+            self.work.step(x, self.method, self.dt)
+        return steps
+
+    def record(self, x: np.ndarray, obs: np.ndarray, s: int) -> None:
+        # a save that is not the job's last may leave its weights for the step after it
+        self.work.observe(x, self.eps, obs[s], keep=s + 1 < obs.shape[0])
+
+
+implement(System, System.advance, System.record)
 
 
 def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
@@ -289,22 +313,5 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
     says which, by size alone). Call with BLAS held to one thread (runner.py does)."""
     kind = Symmetric if symmetric else Blocked
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        return _integrate(kind(x, beta, softmax, pool, threads), x, method, dt, save_stride,
-                          eps, obs, traj, stop)
-
-
-def _integrate(work, x, method, dt, save_stride, eps, obs, traj, stop):
-    for s in range(obs.shape[0]):
-        if s > 0:
-            for _ in range(save_stride):
-                if stop[0] != 0:  # per step, as drive.integrate: long save intervals stop fast
-                    return STOPPED, s
-                work.step(x, method, dt)
-        if not all_finite(x):
-            return NONFINITE, s
-        work.observe(x, eps, obs[s], keep=s + 1 < obs.shape[0])
-        if traj.shape[0] > 0:
-            traj[s] = x
-        if stop[0] != 0:
-            return STOPPED, s + 1
-    return OK, obs.shape[0]
+        system = System(kind(x, beta, softmax, pool, threads), method, dt, eps)
+        return run.py_func(system, x, save_stride, obs, traj, stop)  # the steps call BLAS

@@ -7,10 +7,12 @@ row, never inside the loop over partners.
 
 from __future__ import annotations
 
-# integrators (kernels/general/integrators.py, rows.py, blocked.py)
+# integrators (kernels/general/integrators.py, rows.py, blocked.py; docs/integrators.md):
+# euler x <- normalize(x + dt P_x v), layer x <- normalize(x + dt v), rk4 on P_x v
 EULER = 0
 RK4 = 1
-METHOD_CODES = {"euler": EULER, "rk4": RK4}
+LAYER = 2
+METHOD_CODES = {"euler": EULER, "rk4": RK4, "layer": LAYER}
 
 # the blocked fast path (blocked.py): rows per BLAS call, fixed so that results never depend
 # on the thread count; and the sizes at which it keeps the whole n x n weight matrix

@@ -9,20 +9,23 @@ divides by z_i = sum_j w_ij afterwards: the reference's A_ij whatever shift was 
 Float32 jobs are computed in float64 and rounded back to float32 after every step.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import EULER, NONFINITE, OK, STOPPED
+from sweep.kernels.codes import LAYER, RK4
 from sweep.kernels.expfast import exp1, exp_inplace
 from sweep.kernels.gramobs import observe_weighted
-from sweep.kernels.groups import groups_scratch
-from sweep.kernels.sphere import all_finite, axpy
+from sweep.kernels.groups import Groups, groups_scratch
+from sweep.kernels.sphere import axpy, rk4_combine
+from sweep.kernels.timeloop import implement, run
 
 
 @jit_fast
-def velocity_rows(xt, beta, c, softmax, vt, z, e):
-    """vt = P_x(sum_j w_ij x_j / z_i) for every token; xt, vt: [d, n]; e: [n, n];
-    z: [2, n] (the 1 / z_i, and scratch).
+def velocity_rows(xt, beta, c, softmax, method, vt, z, e):
+    """vt = P_x(v) with v_i = sum_j w_ij x_j / z_i for every token (v itself for the layer
+    method); xt, vt: [d, n]; e: [n, n]; z: [2, n] (the 1 / z_i, and scratch).
 
     The whole weight matrix at once, not row by row: one exp pass over n^2 numbers instead
     of n passes of n (at n = 32 the loop overheads of short passes cost more than the
@@ -36,7 +39,10 @@ def velocity_rows(xt, beta, c, softmax, vt, z, e):
     weighted_sums(e, xt, vt, z[0])
     if not softmax:
         z[0] = 1.0 / n
-    project(xt, vt, z[0], z[1])
+    if method == LAYER:
+        scale_columns(vt, z[0])
+    else:
+        project(xt, vt, z[0], z[1])
 
 
 @jit_fast
@@ -170,6 +176,14 @@ def project(xt, vt, scale, s):
 
 
 @jit_fast
+def scale_columns(vt, scale):
+    """vt_i <- scale_i vt_i for every token (columns of vt: [d, n])."""
+    for k in range(vt.shape[0]):
+        for j in range(vt.shape[1]):
+            vt[k, j] *= scale[j]
+
+
+@jit_fast
 def normalize_columns(xt, s):
     """x_j <- x_j / |x_j| for every token (columns of xt); s: [n] scratch."""
     d, n = xt.shape
@@ -186,24 +200,69 @@ def normalize_columns(xt, s):
 
 @jit_fast
 def step_rows(xt, beta, c, softmax, method, dt, ws, z, e):
-    """One euler or rk4 step in place, then renormalisation; ws: [5, d, n] scratch."""
+    """One euler, layer or rk4 step in place, then renormalisation; ws: [5, d, n] scratch."""
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity_rows(xt, beta, c, softmax, k1, z, e)
-    if method == EULER:
-        axpy(xt, xt, dt, k1)
-    else:
+    velocity_rows(xt, beta, c, softmax, method, k1, z, e)
+    if method == RK4:
         axpy(y, xt, 0.5 * dt, k1)
-        velocity_rows(y, beta, c, softmax, k2, z, e)
+        velocity_rows(y, beta, c, softmax, method, k2, z, e)
         axpy(y, xt, 0.5 * dt, k2)
-        velocity_rows(y, beta, c, softmax, k3, z, e)
+        velocity_rows(y, beta, c, softmax, method, k3, z, e)
         axpy(y, xt, dt, k3)
-        velocity_rows(y, beta, c, softmax, k4, z, e)
-        h = dt / 6.0
-        d, n = xt.shape
-        for k in range(d):
-            for j in range(n):
-                xt[k, j] += h * (k1[k, j] + 2.0 * k2[k, j] + 2.0 * k3[k, j] + k4[k, j])
+        velocity_rows(y, beta, c, softmax, method, k4, z, e)
+        rk4_combine(xt, dt, k1, k2, k3, k4)
+    else:
+        axpy(xt, xt, dt, k1)
     normalize_columns(xt, z[0])
+
+
+class System(NamedTuple):
+    """One system of the rows path: the parameters, the float64 transposed state xt: [d, n]
+    and the scratch of a step (ws, z, e) and of a save (g, rows, acc, parent, grp)."""
+
+    xt: np.ndarray
+    beta: float
+    c: float
+    softmax: bool
+    method: int
+    dt: float
+    eps: float
+    ws: np.ndarray
+    z: np.ndarray
+    e: np.ndarray
+    g: np.ndarray
+    rows: np.ndarray
+    acc: np.ndarray
+    parent: np.ndarray
+    grp: Groups
+
+
+@jit_fast
+def _advance(system, x, tick, steps, stop):
+    """Steps of xt; x <- xt rounded to x's dtype (and xt to that, so float32 stays float32)
+    after every float32 step, and at the end."""
+    r = system
+    xt, ws, z, e, single = r.xt, r.ws, r.z, r.e, x.itemsize == 4
+    for k in range(steps):
+        if stop[0] != 0:
+            _store(xt, x)
+            return k
+        step_rows(xt, r.beta, r.c, r.softmax, r.method, r.dt, ws, z, e)
+        if single:
+            _store(xt, x)
+    _store(xt, x)
+    return steps
+
+
+@jit_fast
+def _record(system, x, obs, s):
+    r = system
+    gram(r.xt, r.g, 1.0, 0.0)
+    weights(r.g, r.e, r.beta, r.c)
+    observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
+
+
+implement(System, _advance, _record)
 
 
 @jit_fast
@@ -212,33 +271,13 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     same outputs and status codes. x: [n, d] float64 or float32, advanced in place.
     """
     n, d = x.shape
-    c = 1.0 if softmax else 0.0
-    xt, ws = np.empty((d, n)), np.empty((5, d, n))
-    z, e = np.empty((2, n)), np.empty((n, n))
-    g, rows, acc = np.empty((n, n)), np.empty((n, 6)), np.empty((4, n))
-    parent, grp = np.empty(n, dtype=np.int64), groups_scratch(n, d)
-    single = x.itemsize == 4  # float32: round the state back after every step
+    xt = np.empty((d, n))
     _load(x, xt)
-    for s in range(obs.shape[0]):
-        if s > 0:
-            for _ in range(save_stride):
-                if stop[0] != 0:  # per step, as drive.integrate: long save intervals stop fast
-                    _store(xt, x)
-                    return STOPPED, s
-                step_rows(xt, beta, c, softmax, method, dt, ws, z, e)
-                if single:
-                    _store(xt, x)
-            _store(xt, x)
-        if not all_finite(x):
-            return NONFINITE, s
-        gram(xt, g, 1.0, 0.0)
-        weights(g, e, beta, c)
-        observe_weighted(x, g, e, beta, c, eps, obs[s], rows, acc, parent, grp)
-        if traj.shape[0] > 0:
-            traj[s] = x
-        if stop[0] != 0:
-            return STOPPED, s + 1
-    return OK, obs.shape[0]
+    system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
+                    np.empty((5, d, n)), np.empty((2, n)), np.empty((n, n)), np.empty((n, n)),
+                    np.empty((n, 6)), np.empty((4, n)), np.empty(n, dtype=np.int64),
+                    groups_scratch(n, d))
+    return run(system, x, save_stride, obs, traj, stop)
 
 
 @jit_fast

@@ -24,9 +24,10 @@ def normalize_rows(x):
 
 
 @jit
-def project_row(x, v):
-    """v <- P_x(v) = v - <x, v> x in place (x one token, v a vector at it)."""
-    c = dot(x, v)
+def project_row(x, v, radial):
+    """v <- v - radial <x, v> x in place (x one token, v a vector at it): P_x(v) for
+    radial = 1; v itself, bit for bit, for radial = 0 (x finite)."""
+    c = radial * dot(x, v)
     for k in range(v.shape[0]):
         v[k] -= c * x[k]
 
@@ -37,6 +38,17 @@ def axpy(out, x, a, y):
     for i in range(x.shape[0]):
         for k in range(x.shape[1]):
             out[i, k] = x[i, k] + a * y[i, k]
+
+
+@jit
+def rk4_combine(x, dt, k1, k2, k3, k4):
+    """x += (dt / 6) (k1 + 2 k2 + 2 k3 + k4): classical RK4's step from its four stages.
+
+    2-d arrays of one shape ([n, d], or [d, n] for the rows path's transposed state)."""
+    h = dt / 6.0
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            x[i, k] += h * (k1[i, k] + 2.0 * k2[i, k] + 2.0 * k3[i, k] + k4[i, k])
 
 
 @jit

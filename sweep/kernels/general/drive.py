@@ -1,15 +1,45 @@
 """The whole time integration of one system in one compiled call.
 
 Observables are recorded at save points 0, stride, 2 stride, ... steps, inside compiled code,
-so a job is one kernel call whatever its length.
+so a job is one kernel call whatever its length (the loop: kernels/timeloop.py).
 """
 
+from typing import NamedTuple
+
 from sweep.kernels._jit import jit
-from sweep.kernels.codes import NONFINITE, OK, STOPPED
 from sweep.kernels.general.integrators import step
+from sweep.kernels.general.model import Dynamics
 from sweep.kernels.general.observables import observe
-from sweep.kernels.general.workspace import workspace
-from sweep.kernels.sphere import all_finite
+from sweep.kernels.general.workspace import Work, workspace
+from sweep.kernels.timeloop import implement, run
+
+
+class System(NamedTuple):
+    """One system of the general path: the model, its scratch and how it is stepped."""
+
+    dyn: Dynamics
+    work: Work
+    method: int
+    dt: float
+    eps: float
+
+
+@jit
+def _advance(system, x, tick, steps, stop):
+    dyn, work, method, dt = system.dyn, system.work, system.method, system.dt
+    for r in range(steps):
+        if stop[0] != 0:
+            return r
+        step(x, dyn, method, dt, work, tick + r)
+    return steps
+
+
+@jit
+def _record(system, x, obs, s):
+    observe(x, system.dyn, system.eps, obs[s], system.work)
+
+
+implement(System, _advance, _record)
 
 
 @jit
@@ -22,17 +52,4 @@ def integrate(x, dyn, method, dt, save_stride, eps, obs, traj, stop):
     NONFINITE (the state blew up; later rows are left untouched) or STOPPED.
     """
     work = workspace(x, dyn)  # every scratch array, once: the step loop allocates nothing
-    for s in range(obs.shape[0]):
-        if s > 0:
-            for r in range(save_stride):
-                if stop[0] != 0:  # per step, not per save: long save intervals still stop fast
-                    return STOPPED, s
-                step(x, dyn, method, dt, work, (s - 1) * save_stride + r)
-        if not all_finite(x):
-            return NONFINITE, s
-        observe(x, dyn, eps, obs[s], work)
-        if traj.shape[0] > 0:
-            traj[s] = x
-        if stop[0] != 0:
-            return STOPPED, s + 1
-    return OK, obs.shape[0]
+    return run(System(dyn, work, method, dt, eps), x, save_stride, obs, traj, stop)

@@ -57,6 +57,6 @@ def add_noise(x, k, dyn, dt, tick, xi):
             continue
         for c in range(d):
             xi[c] = normal(dyn.noise_key, (tick * n + i) * d + c)
-        project_row(x[i], xi)
+        project_row(x[i], xi, 1.0)
         for c in range(d):
             k[i, c] += scale * xi[c]
