@@ -434,6 +434,28 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
     return probing.extract(bert.load(model), Path(directory), controls)
 
 
+# ---------------------------------------------------------------- training
+
+def train(source: str | Path | dict, out: str | Path | None = None,
+          set: list[str] | tuple[str, ...] = (), command: str | None = None) -> xarray.Dataset:
+    """Train a noisy layer model's FFN matrices under L2 at every grid point (`sweep train`):
+    the dataset of per-layer observables before and after, the loss curves and the trained
+    matrices, written to OUT/<name>.nc (default: beside output.path). Docs:
+    docs/training.md."""
+    from sweep.core.store import write_dataset
+    from sweep.training import settings, sweeping
+
+    if isinstance(source, dict):
+        raw = _config.apply_overrides(copy.deepcopy(source), list(set))
+        tc = settings.from_raw(raw, None, tuple(set))
+    else:
+        tc = settings.load(source, list(set))
+    ds = sweeping.run(tc, command)
+    folder = Path(out) if out is not None else Path(tc.config.output.path).parent
+    ds.encoding["source"] = str(write_dataset(ds, folder / f"{tc.config.name}.nc"))
+    return ds
+
+
 def _dataset(ds):
     return open(ds) if isinstance(ds, (str, Path)) else ds
 

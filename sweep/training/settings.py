@@ -26,8 +26,8 @@ from sweep.core.config import (
     show,
 )
 from sweep.core.grid import Axis, Jobs, axis_values, expand
+from sweep.training.tasks import TASKS
 
-TASKS = ("labels", "mean")
 OPTIMIZERS = ("adam", "sgd")
 MAX_STEPS = 10**6
 

@@ -93,7 +93,7 @@ def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
     base = tc.config.model
     steps = optimise.checkpoint_steps(tc.training.steps, tc.training.checkpoints)
     data = {name: (dims + ["checkpoint", "layer"], obs[..., k], _attrs(meta))
-            for k, name in enumerate(COLUMNS)}
+            for k, (name, meta) in enumerate(COLUMNS.items())}
     data["loss"] = (dims + ["step"], stacked("loss"), _attrs(EXTRA["loss"]))
     data["eval_loss"] = (dims + ["checkpoint"], stacked("eval_loss"), _attrs(EXTRA["eval_loss"]))
     data["ffn_weight"] = (dims + ["checkpoint", "block", "row", "column"], stacked("ffn_weight"),

@@ -21,6 +21,8 @@ import numpy as np
 from sweep.core import states
 from sweep.core.simulate import start_rng
 
+TASKS = ("labels", "mean")
+
 
 def centres(job) -> np.ndarray:
     """[k, d]: the centres of the job's start, the first draw states.clusters makes from the

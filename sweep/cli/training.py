@@ -1,0 +1,42 @@
+"""`sweep train`: a noisy layer model's parameter-linear FFN trained under L2 at every grid
+point, observed layer by layer before and after (docs/training.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sweep import api
+from sweep.cli import ConfigArg, SetOpt, app, out, user_errors
+
+
+@app.command("train")
+def train_cmd(config: ConfigArg, sets: SetOpt = None,
+              folder: Annotated[Path | None, typer.Option(
+                  "-o", "--out", metavar="DIR", help="Folder of the dataset <name>.nc "
+                  "(default: the folder of output.path).", readable=False)] = None):
+    """Train the FFN matrices W_l of a noisy layer model (attention fixed) by gradient
+    descent on a task, under lambda sum_l |W_l|^2; per-layer observables before and after.
+
+    The grid may sweep training keys (lambda, task, lr, optimizer, batch) beside the
+    model's (noise, beta, seed, ...). Every point is run here, serially and
+    deterministically; the dataset holds the observables over (axes..., checkpoint,
+    layer), the loss curves over step and the matrices over (checkpoint, block, row,
+    column).
+    """
+    with user_errors():
+        ds = api.train(config, folder, sets or [])
+    table = Table(title=f"{len(ds.checkpoint)} checkpoints, {ds.sizes['step']} steps")
+    for col in ("quantity", "before", "after"):
+        table.add_column(col)
+    first, last = ds.isel(checkpoint=0), ds.isel(checkpoint=-1)
+    for name in ("eval_loss", "order_parameter", "n_groups"):
+        a, b = first[name], last[name]
+        if "layer" in a.dims:
+            a, b, name = a.isel(layer=-1), b.isel(layer=-1), f"{name} (last layer)"
+        table.add_row(f"{name}, mean", f"{float(a.mean()):.4g}", f"{float(b.mean()):.4g}")
+    out.print(table)
+    out.print(f"results: {ds.encoding['source']}", markup=False, soft_wrap=True)
