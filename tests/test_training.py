@@ -237,3 +237,31 @@ def test_every_training_config_trains_end_to_end(path, tmp_path):
     ds = load(tmp_path / f"{path.stem}.nc")
     assert ds.sizes["step"] == 2 and int(ds.status.max()) == 0
     assert np.isfinite(ds.loss).all()
+
+
+def test_a_batch_too_large_for_memory_is_refused_naming_the_key(tmp_path):
+    raw = config({"n": 4096}, {"batch": 4096})
+    result = invoke("train", write(tmp_path, raw), "-o", tmp_path)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().startswith("error: training.batch: a training step needs")
+
+
+def test_an_unwritable_output_is_one_line_exit_1(tmp_path):
+    (tmp_path / "taken").write_text("a file, not a folder")
+    result = invoke("train", write(tmp_path, config()), "-o", tmp_path / "taken")
+    assert result.exit_code == 1, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_sweep_run_points_a_training_config_to_sweep_train(tmp_path):
+    result = invoke("run", write(tmp_path, config()), "--out", tmp_path / "r.nc")
+    assert result.exit_code == 2
+    assert "training: a training config (sweep train CONFIG" in result.output
+
+
+def test_the_python_function_takes_a_dict_and_writes_the_dataset(tmp_path):
+    import sweep
+
+    ds = sweep.train(config(), out=tmp_path, set=["training.steps=2", "training.checkpoints=2"])
+    assert ds.sizes["step"] == 2 and (tmp_path / "tiny.nc").is_file()
+    assert ds.encoding["source"] == str(tmp_path / "tiny.nc")

@@ -506,6 +506,9 @@ def output_path(text: str, where: str = "output.path") -> str:
 
 def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
+        if key == "training":
+            raise ConfigError("training: a training config (sweep train CONFIG trains and "
+                              "observes it)")
         if key not in TOP_KEYS:
             raise ConfigError(f"{clip(key)}: unknown top-level key (allowed: "
                               f"{', '.join(TOP_KEYS)})")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from sweep.core import resources
 from sweep.core.config import (
     Config,
     ConfigError,
@@ -164,7 +165,25 @@ def jobs(tc: TrainConfig) -> Jobs:
         if training.checkpoints > training.steps + 1:
             raise ConfigError(f"training.checkpoints: {training.checkpoints} checkpoints for "
                               f"{training.steps} steps (at most steps + 1)")
+    batch = max(t.batch for _, t in tc.points())
+    check_memory(max((step_bytes(job.model, batch) for job in expanded), default=0))
     return expanded
+
+
+def step_bytes(m, batch: int) -> int:
+    """What one training step holds: per sample and layer the tape (attention weights
+    [h, n, n], keys and values [h, n, d], tokens, noise), about twice over in the backward
+    pass."""
+    per_layer = m.heads * (2 * m.n * m.n + 2 * m.n * m.d) + 6 * m.n * m.d
+    return 2 * 8 * batch * m.layers * per_layer
+
+
+def check_memory(need: int, available: int | None = None) -> None:
+    available = resources.available_memory() if available is None else available
+    if available is not None and need > available:
+        raise ConfigError(f"training.batch: a training step needs about {need / 2**30:.3g} GiB "
+                          f"of memory, more than the {available / 2**30:.3g} GiB available; "
+                          f"use a smaller batch (or fewer tokens, heads or layers)")
 
 
 def check_trainable(job, at: str = "") -> None:
