@@ -74,7 +74,7 @@ FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
-           $(FIG)/entropy-monotone.json $(FIG)/training.png
+           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/training.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -83,12 +83,13 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 
 .PHONY: figure-files check-figures
 figures: figure-files
-	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/training.md
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md \
+		docs/training.md
 
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
-$(RES)/entropy-monotone.nc: \
+$(RES)/entropy-monotone.nc $(RES)/beta-scale.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -110,8 +111,8 @@ $(FIG)/demo.png: $(RES)/demo.nc $(RES)/demo.threshold.nc $(RES)/theory-equiangul
 		configs/demo.yaml $(ANALYSIS)
 	$(PLOT) $< --var clustered_fraction --x beta --y time --threshold $(word 2,$^) \
 		--theory $(word 3,$^) -o $@ --numbers $(@:.png=.json)
-	$(CONSOLE) $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
-		> $(FIG)/demo.plan.txt  # (whether kernels are cached yet is no number of the run)
+	$(CONSOLE) taskset -c 0 $(SWEEP) plan configs/demo.yaml | sed 's/ + about [0-9]* s to compile.*//' \
+		> $(FIG)/demo.plan.txt  # one CPU, and whether kernels are cached yet: no numbers of the run
 	grep -v '^threshold: ' $(RES)/demo.threshold.txt | tail -n 5 > $(FIG)/demo.threshold.txt
 
 $(FIG)/phase-glpr.png: $(RES)/phase-glpr.nc $(RES)/phase-glpr.threshold.nc \
@@ -135,7 +136,7 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
-		docs/training.md
+		docs/models.md docs/training.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -155,6 +156,11 @@ $(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/m
 # the docs table is rewritten only when the real figures are made, never by check-figures
 $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entropy_monotone.py
 	$(PY) figures/entropy_monotone.py $< $@ $(if $(filter figures,$(FIG)),--docs docs/analysis.md)
+
+# Whether inter-cluster attention on the multi-cluster plateau falls with d under each
+# beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
+$(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
+	$(PY) figures/beta_scale.py $< $@
 
 # A noisy layer model's FFN trained on two tasks across lambda and D (docs/training.md): the
 # training sweep, then the figure and its sidecar FIG/training.json from one rule; the table

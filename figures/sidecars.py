@@ -25,7 +25,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BLOCK = re.compile(r"(<!-- sidecar: ([\w-]+) -->\n)(.*?)(<!-- /sidecar -->)", re.S)
-UNCHECKED = ("trained-vs-random.json",)  # needs the trained model and ~10 minutes
+# these need the trained model (`make figures-trained`): ~10 and ~3 minutes
+UNCHECKED = ("trained-vs-random.json", "layers.json")
 
 
 def load(name: str) -> dict:
@@ -223,6 +224,23 @@ def trained_mean_cosine_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def beta_scale_table() -> str:
+    """Inter-cluster attention on the multi-cluster plateau per beta_scale and d
+    (docs/models.md), from figures/beta-scale.json."""
+    facts = load("beta-scale.json")
+    lines = ["| beta_scale | d | effective beta | runs with a plateau | groups | from t | "
+             "held for | inter_attention |", "|---|---|---|---|---|---|---|---|"]
+    for r in facts["rows"]:
+        if r["plateaus"]:
+            rest = (f"{r['n_groups']:g} | {r['from_time']:g} | {r['held_for']:g} | "
+                    f"{r['inter_attention']:.2g}")
+        else:
+            rest = f"- | - | - | - (no two groups by t = {facts['t_max']:g})"
+        lines.append(f"| {r['beta_scale']} | {r['d']} | {r['beta']:g} | {r['plateaus']} of "
+                     f"{r['seeds']} | {rest} |")
+    return "\n".join(lines) + "\n"
+
+
 def _peak(values: list) -> tuple[int, float]:
     """(the layer where values peak, their fall from there to the output)."""
     top = max(range(len(values)), key=lambda k: values[k])
@@ -281,6 +299,7 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "phase-glpr-prose": phase_glpr_prose, "condensation-prose": condensation_prose,
              "trained-probe-table": trained_probe_table,
              "trained-mean-cosine-table": trained_mean_cosine_table,
+             "beta-scale-table": beta_scale_table,
              "training-table": training_table, "training-prose": training_prose}
 
 

@@ -176,12 +176,11 @@ def values(path):
 
 
 def spelled_out_id(job, positions):
-    """A job's id by its definition: the stable hash of its resolved sections, seed, output
-    positions and input digests (sweep.core.grid assembles it from pieces)."""
-    from dataclasses import asdict
+    """A job's id by its definition: the stable hash of its resolved sections (the keys
+    added later left out at their defaults), seed, output positions and input digests
+    (sweep.core.grid assembles it from pieces)."""
+    from sweep.core.config import id_fields, stable_hash
 
-    from sweep.core.config import stable_hash
-
-    fields = {s: asdict(getattr(job, s)) for s in ("model", "init", "integrate")}
+    fields = {s: id_fields(getattr(job, s)) for s in ("model", "init", "integrate")}
     files = {"files": job.digests} if job.digests else {}
     return stable_hash({**fields, "seed": job.seed, "positions": positions, **files})

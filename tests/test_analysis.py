@@ -150,6 +150,11 @@ def test_plateau_reduction_reads_the_metastable_count():
     assert results.plateau(np.array([32, 32, 29, 10, 6, 6, 3, 3, 3, 3, 2])) == 3
     assert results.plateau(np.array([32, 32, 7] + [1] * 10)) == 1
     assert np.isnan(results.plateau(np.full(8, 32.0)))
+    groups = np.array([0, 0, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1])
+    assert results.plateau_span(groups) == slice(7, 12)            # one cluster, held longest
+    assert results.plateau_span(groups, low=2) == slice(4, 7)      # the multi-cluster state
+    assert results.plateau_span(np.array([0, 0, 1, 1]), low=2) is None
+    assert results.plateau_span(np.zeros(5), low=2) is None        # never moved
     t = np.arange(5.0)
     ds = xr.Dataset({"n_clusters": (("seed", "time"), [[8, 8, 3, 3, 1], [8, 5, 5, 5, 2]])},
                     coords={"time": t, "seed": [0, 1]})

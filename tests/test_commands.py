@@ -64,6 +64,8 @@ def test_metavars_read_as_words():
     text = invoke("run", "-h").output
     assert "I/K" in text and "KEY=VALUE" in text and "int range" not in text
     assert "<list[str]>" not in invoke("plan", "-h").output
+    for command in (["run"], ["merge"], ["submit"], ["extract"], ["plot"]):  # flags take no value
+        assert "<bool>" not in invoke(*command, "-h").output
 
 
 def test_status_and_threshold_speak_json(cfg_path, tmp_path):

@@ -119,6 +119,20 @@ def test_job_ids_of_existing_configs_are_unchanged(tmp_path, name):
         jobs[len(jobs)]
 
 
+def test_a_key_added_later_enters_the_id_once_it_is_set(tmp_path):
+    """beta_scale and the layer models' keys stay out of an id at their defaults (the ids
+    above), and change it when set, even to a value of the same effect."""
+    plain = ID_CONFIGS["plain"]
+    ids = {}
+    for name, extra in {"default": {}, "beta_scale": {"beta_scale": "d"},
+                        "layers": {"layers": 1}, "norm": {"layers": 1, "norm": "post"}}.items():
+        model = {**plain["model"], **extra}
+        jobs = expand(config.from_dict({"name": "ids", **plain, "model": model}))
+        ids[name] = jobs[0].id
+        assert jobs[0].id == spelled_out_id(jobs[0], "none")
+    assert ids["default"] == KNOWN_IDS["plain"][0] and len(set(ids.values())) == 4
+
+
 def test_kinds_stand_for_every_job_of_equal_cost():
     jobs = expand(cfg({"beta": [0.0, 1.0], "jitter": [0.0, 0.1, 0.2], "seed": {"range": [0, 4]},
                        "n": [3, 5]}))

@@ -10,6 +10,7 @@ from helpers import invoke, load
 from sweep.analysis.theory import output_cosine
 from sweep.core import config
 from sweep.core.grid import expand
+from sweep.core.kernel import kernel_plan
 from sweep.core.layers import params
 from sweep.core.layers.transformer import unit
 from sweep.core.simulate import simulate
@@ -48,8 +49,9 @@ SPHERE_MODELS = [
 ]
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("extra", SPHERE_MODELS)
-def test_identical_sphere_layers_are_layer_steps_bit_for_bit(tmp_path, extra):
+def test_identical_sphere_layers_are_layer_steps_bit_for_bit(tmp_path, extra, dtype):
     """layers: L, norm: sphere, alpha = dt, no FFN sublayer: the flow's integrate.method:
     layer for L steps, every observable and the final state bit for bit."""
     matrix = _with_matrix(tmp_path)
@@ -57,17 +59,20 @@ def test_identical_sphere_layers_are_layer_steps_bit_for_bit(tmp_path, extra):
         np.save(tmp_path / "w.npy", np.load(matrix)[0])
         matrix = str(tmp_path / "w.npy")
     model = {"d": 4, "n": 9, **{k: matrix if v == "FILE" else v for k, v in extra.items()}}
-    flow = simulate(job(model, integrate=FLOW)[0], "final")
-    layers = simulate(job({**model, "layers": L, "alpha": ALPHA})[0], "final")
-    assert flow.observables.shape == (L + 1, N_OBS)
-    assert np.array_equal(layers.observables[:, :N_OBS], flow.observables, equal_nan=True)
-    assert np.array_equal(layers.positions, flow.positions)
-    np.testing.assert_allclose(layers.observables[:, N_OBS], 1.0, atol=1e-15)  # token_norm
+    flow = simulate(job(model, integrate={**FLOW, "dtype": dtype})[0], "final")
+    layers = simulate(job({**model, "layers": L, "alpha": ALPHA}, integrate={"dtype": dtype})[0],
+                      "final")
+    assert flow.observables.shape == (L + 1, N_OBS) and flow.positions.dtype == dtype
+    np.testing.assert_array_equal(layers.observables[:, :N_OBS], flow.observables)
+    np.testing.assert_array_equal(layers.positions, flow.positions)
+    np.testing.assert_allclose(layers.observables[:, N_OBS], 1.0,  # token_norm
+                               atol=10 * np.finfo(dtype).eps)
 
 
 def test_the_reduction_through_the_command_line(tmp_path):
-    base = {"name": "r", "model": {"d": 3, "n": 8, "heads": 2, "beta": 4.0},
-            "grid": {"seed": [0, 1]}}
+    """One head (the rows kernel) and two (the general step), float64 and float32."""
+    base = {"name": "r", "model": {"d": 3, "n": 8, "beta": 4.0},
+            "grid": {"heads": [1, 2], "dtype": ["float64", "float32"], "seed": [0, 1]}}
     flow = write(tmp_path, {**base, "integrate": FLOW, "output": {"path": str(tmp_path / "f.nc")}})
     stack = write(tmp_path, {**base, "model": {**base["model"], "layers": L, "alpha": ALPHA},
                              "output": {"path": str(tmp_path / "l.nc")}}, "l.yaml")
@@ -77,18 +82,43 @@ def test_the_reduction_through_the_command_line(tmp_path):
     f, s = load(tmp_path / "f.nc"), load(tmp_path / "l.nc")
     assert list(s.layer.values) == list(range(L + 1)) and "time" not in s.dims
     for name in OBSERVABLES:
-        assert np.array_equal(s[name].values, f[name].values, equal_nan=True), name
+        np.testing.assert_array_equal(s[name].values, f[name].values, err_msg=name)
     assert s.layer.attrs["long_name"].startswith("layer") and "token_norm" in s
     # clustering "time" of a layer model is its first clustered layer
     assert np.array_equal(s.t_cluster.values * ALPHA, f.t_cluster.values, equal_nan=True)
 
 
-def test_the_fast_flow_agrees_to_rounding():
-    """Identity one-head flows take the rows kernel, which reorders sums (fastmath): the
-    sphere layers (the general kernel's step) agree with it to rounding, not bit for bit."""
-    model = {"d": 3, "n": 16, "beta": 2.0}
-    flow = simulate(job(model, integrate=FLOW)[0], "final")
-    layers = simulate(job({**model, "layers": L, "alpha": ALPHA})[0], "final")
+@pytest.mark.parametrize("model", [
+    {"d": 3, "n": 16, "beta": 2.0},                                   # rows
+    {"d": 4, "n": 40, "beta": 0.5, "v": "qk", "beta_scale": "log_n"},  # rows, v = M = I
+    {"d": 3, "n": 300, "beta": 3.0},                                  # blocked, whole weights
+    {"d": 3, "n": 24, "beta": 1.0, "attention": "unnormalized"},      # rows, USA
+], ids=["rows", "rows-v-qk", "blocked", "rows-usa"])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fast_flows_and_their_layer_models_are_one_run_bit_for_bit(model, dtype):
+    """Identity one-head flows take a fast kernel (rows or blocked), which orders its sums
+    unlike the general step: the layer model takes the flow's kernel plan and runs as that
+    flow (sweep.core.layers.flow), so the two agree bit for bit there too."""
+    flow_job = job(model, integrate={**FLOW, "dtype": dtype})[0]
+    layered = {**model, "layers": L, "alpha": ALPHA}
+    stack_job = job(layered, integrate={"dtype": dtype})[0]
+    per_layer = {**layered, "layer_beta": [model["beta"]] * L, "beta": 1.0}
+    assert kernel_plan(stack_job) == kernel_plan(flow_job) != kernel_plan(job(per_layer)[0])
+    flow = simulate(flow_job, "trajectory")
+    layers = simulate(stack_job, "trajectory")
+    np.testing.assert_array_equal(layers.observables[:, :N_OBS], flow.observables)
+    np.testing.assert_array_equal(layers.positions, flow.positions)
+    np.testing.assert_allclose(layers.observables[:, N_OBS], 1.0,  # token_norm
+                               atol=10 * np.finfo(dtype).eps)
+
+
+def test_the_general_sphere_layers_agree_with_the_fast_flow_to_rounding():
+    """The same beta given per layer (layer_beta) is the per-layer general step, whose sums
+    the fast rows kernel reorders (fastmath): agreement to rounding, not bit for bit."""
+    model = {"d": 3, "n": 16}
+    flow = simulate(job({**model, "beta": 2.0}, integrate=FLOW)[0], "final")
+    layers = simulate(job({**model, "layers": L, "alpha": ALPHA, "layer_beta": [2.0] * L})[0],
+                      "final")
     np.testing.assert_allclose(layers.positions, flow.positions, rtol=0, atol=1e-13)
     np.testing.assert_allclose(layers.observables[:, :N_OBS], flow.observables, rtol=1e-12,
                                atol=1e-13)

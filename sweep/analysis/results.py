@@ -101,13 +101,27 @@ def _reduce(da, how: str):
 
 def plateau(y: np.ndarray) -> float:
     """The value held for the most consecutive saves after y first differs from y[0]."""
+    span = plateau_span(y)
+    return np.nan if span is None else float(y[span.start])
+
+
+def plateau_span(y: np.ndarray, low: float = -np.inf) -> slice | None:
+    """The saves [start, stop) of the longest run of one value >= low after y first differs
+    from y[0] (the first such run on a tie); None if y never moves or no value qualifies.
+    For n_groups with low = 2: the metastable multi-cluster state, where other series (the
+    inter-cluster attention) can be read."""
     moved = np.flatnonzero(y[1:] != y[0])
     if moved.size == 0:
-        return np.nan
-    rest = y[moved[0] + 1:]
+        return None
+    first = moved[0] + 1
+    rest = y[first:]
     starts = np.flatnonzero(np.concatenate([[True], rest[1:] != rest[:-1]]))
     lengths = np.diff(np.append(starts, rest.size))
-    return float(rest[starts[np.argmax(lengths)]])
+    lengths[~(rest[starts] >= low)] = 0
+    if not lengths.any():
+        return None
+    k = np.argmax(lengths)
+    return slice(first + starts[k], first + starts[k] + lengths[k])
 
 
 def seed_mean(da):

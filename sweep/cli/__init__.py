@@ -28,6 +28,19 @@ from sweep._version import __version__
 from sweep.core.config import Config, clip, load
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
+
+def _flags_without_type(option_class) -> None:
+    """A flag takes no value, so its help row shows no type: Typer 0.2x prints `<bool>` after
+    `--force` and `--help`, which reads as if the flag wanted one."""
+    shown = getattr(option_class, "display_type_rich", None)
+    if shown is not None:
+        def display_type_rich(self, ctx):
+            return None if self.is_flag else shown(self, ctx)
+        option_class.display_type_rich = display_type_rich
+
+
+_flags_without_type(typer.core.TyperOption)
+
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode="markdown",
                   context_settings={"help_option_names": ["-h", "--help"]},

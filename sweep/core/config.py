@@ -176,6 +176,19 @@ class Output:
 
 
 SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
+# keys added after results were first written (beta_scale, the layer models'): a job's id
+# leaves each out while it holds its default, so results on disk keep their ids
+LATER_KEYS = {Model: ("beta_scale", "layers", "alpha", "skip", "norm", "norm_fn",
+                      "head_combine", "layer_beta", "ffn_width", "weights", "components")}
+
+
+def id_fields(section) -> dict[str, Any]:
+    """The fields of a section object that a job id is taken of (sweep.core.grid)."""
+    fields_, default = asdict(section), type(section)()
+    for key in LATER_KEYS.get(type(section), ()):
+        if fields_[key] == getattr(default, key):
+            del fields_[key]
+    return fields_
 
 
 @dataclass(frozen=True)

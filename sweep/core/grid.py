@@ -13,7 +13,7 @@ import json
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from sweep.core.config import (
     clip,
     digest,
     field_rule,
+    id_fields,
     make_rule,
     show,
     stable_json,
@@ -353,7 +354,7 @@ class Jobs(Sequence):
                 if owner == section:
                     changes[key] = values[i]
         obj = replace(self._base[section], **changes)
-        return obj, stable_json(asdict(obj))
+        return obj, stable_json(id_fields(obj))
 
     def _params(self, position: tuple) -> dict[str, Any]:
         return {key: values[i] for columns, i in zip(self._columns, position)

@@ -16,6 +16,7 @@ import numpy as np
 
 from sweep.core.grid import Job, kinds
 from sweep.core.layers import cost as layer_cost
+from sweep.core.layers.flow import as_flow
 from sweep.kernels.codes import N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
 
 # The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
@@ -66,8 +67,10 @@ class KernelPlan:
 def kernel_plan(job: Job) -> KernelPlan:
     """The kernel `job` calls, on one thread."""
     model, integ = job.model, job.integrate
-    if model.layers is not None:
-        return KernelPlan("layers", integ.dtype)
+    if model.layers is not None:  # its flow's fast kernel, if it is a flow that takes one
+        flow = as_flow(job)
+        fast = flow is not None and fast_path_covers(flow.model, flow.integrate)
+        return kernel_plan(flow) if fast else KernelPlan("layers", integ.dtype)
     if not fast_path_covers(model, integ):
         return KernelPlan("general", integ.dtype)
     if model.n < BLOCKED_MIN_N:

@@ -38,8 +38,9 @@ def check_layers(model: Model, init: Init, integ: Integrate, at: str) -> None:
     for key in _changed(integ, FLOW_ONLY):
         raise ConfigError(f"integrate.{key}: a layer model has no clock (model.layers counts "
                           f"its steps, model.alpha scales them); drop integrate.{key}{at}")
-    if integ.dtype != "float64":
-        raise ConfigError(f"integrate.dtype: layer models compute in float64{at}")
+    if integ.dtype != "float64" and model.norm != "sphere":
+        raise ConfigError(f"integrate.dtype: norm: {model.norm} layers compute in float64 "
+                          f"(float32 is for norm: sphere, the flows' step){at}")
     _check_layer_lists(model, at)
     if model.norm == "sphere":
         _check_sphere(model, at)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from sweep.core.config import stable_hash
 from sweep.core.grid import Job
 from sweep.core.kernel import KernelPlan, kernel_plan, variants
 from sweep.core.layers import params, stack
+from sweep.core.layers.flow import as_flow
 from sweep.kernels import cache
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.codes import (
@@ -90,7 +91,7 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
     """Integrate one job. positions: none | final | trajectory. stop: [1] int64 flag.
     kernel: the job's kernel_plan (default), or that plan on more threads (runner.py)."""
     if job.model.layers is not None:
-        return simulate_layers(job, positions, stop)
+        return simulate_layers(job, positions, stop, kernel)
     t0 = time.perf_counter()
     integ, model = job.integrate, job.model
     x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(integ.dtype))
@@ -112,21 +113,35 @@ def layer_blocks(job: Job) -> tuple[params.Block, ...]:
 
 
 def simulate_layers(job: Job, positions: str = "none", stop: np.ndarray | None = None,
+                    kernel: KernelPlan | None = None,
                     blocks: tuple[params.Block, ...] | None = None) -> JobResult:
-    """One layer model (docs/layers.md): its blocks drawn or read (or `blocks`, e.g. trained
-    ones), h_0 through them, every layer observed; observables [layers + 1,
-    len(OBSERVABLES) + 1] (token_norm last)."""
+    """One layer model (docs/layers.md): its blocks drawn or read, h_0 through them, every
+    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last).
+    blocks: other blocks than the config's (trained ones), run on the layer stack."""
+    kernel = kernel or kernel_plan(job)
+    if blocks is None and kernel.strategy != "layers":  # a flow on a fast kernel (layers.flow)
+        return _as_flow(job, kernel, positions, stop)
     t0 = time.perf_counter()
     blocks = layer_blocks(job) if blocks is None else blocks
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     status, obs, kept = stack.run(job.model, initial_state(job), blocks, noise_key(job),
                                   float(job.integrate.cluster_eps), flag,
-                                  positions == "trajectory")
+                                  positions == "trajectory", job.integrate.dtype)
     if status == STOPPED:
         raise Stopped(job.id)
     kept = {"none": None, "final": kept[-1], "trajectory": kept}[positions]
     return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK,
                      time.perf_counter() - t0, kept)
+
+
+def _as_flow(job: Job, kernel: KernelPlan, positions: str, stop) -> JobResult:
+    """A layer model's result from its flow's: the same series, token_norm appended."""
+    flow = simulate(as_flow(job), "trajectory", stop, kernel)
+    traj = flow.positions
+    token_norm = np.linalg.norm(traj.astype(np.float64), axis=-1).mean(axis=-1)
+    kept = {"none": None, "final": traj[-1], "trajectory": traj}[positions]
+    return replace(flow, observables=np.column_stack([flow.observables, token_norm]),
+                   positions=kept)
 
 
 def _integrate(job: Job, kernel: KernelPlan, x, obs, traj, flag):
@@ -171,6 +186,6 @@ def _compile(kernel: KernelPlan) -> None:
     if kernel.strategy == "general":
         integrate(x, dynamics("softmax", 1.0), *common)
     elif kernel.strategy == "layers":
-        stack.warm_up()
+        stack.warm_up(kernel.dtype)
     else:
         _fast(kernel, x, 1.0, True, common)

@@ -3,8 +3,8 @@ observed, in C order, into one dataset.
 
 Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero) and
 is observed at every checkpoint by the layer-model run itself (simulate.simulate_layers,
-the code `sweep run` calls) with the checkpoint's matrices in place of the drawn ones: a
-matrix training left unchanged is the drawn one, so with lr = 0 every checkpoint is the
+the code `sweep run` calls) with the checkpoint's matrices in place of the drawn ones; where
+training changed none, that is the config's own run, so with lr = 0 every checkpoint is the
 untrained `sweep run` of the same config bit for bit. The grid is run here, serially (BLAS
 held to one thread): not through the runner and its parts, so it is not sharded or resumed.
 """
@@ -45,8 +45,12 @@ def initial_ffn(blocks, d: int) -> np.ndarray:
     return np.stack([np.zeros((d, d)) if b.step_ffn is None else b.step_ffn for b in blocks])
 
 
-def with_ffn(blocks, ws: np.ndarray, w0: np.ndarray) -> tuple:
-    """The blocks with trained matrices; a matrix left unchanged keeps its block as drawn."""
+def with_ffn(blocks, ws: np.ndarray, w0: np.ndarray) -> tuple | None:
+    """The blocks with trained matrices, a matrix left unchanged keeping its block as drawn;
+    None if training changed none (the run is then the config's own, whatever kernel it
+    takes)."""
+    if np.array_equal(ws, w0):
+        return None
     return tuple(b if np.array_equal(w, w_0) else replace(b, step_ffn=np.ascontiguousarray(w))
                  for b, w, w_0 in zip(blocks, ws, w0))
 

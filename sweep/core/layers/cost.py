@@ -27,13 +27,17 @@ def memory(job, positions: str = "none") -> dict[str, int]:
     """Bytes a layer-model job holds, by the config key that drives them: every layer's
     parameters, held for the whole run (model.layers; model.weights when a folder gives
     them), a layer's working arrays (scores and weights [h, n, n], keys and values [h, n, d],
-    the FFN's hidden [n, m]: model.n), the series and the positions kept."""
+    the FFN's hidden [n, m]: model.n), the series and the positions kept (every layer's for
+    norm: sphere)."""
     m = job.model
     n, d, h, width = m.n, m.d, m.heads, _width(m)
     matrices = 0 if m.qk == m.v == "identity" and m.weights is None else 2 * h * d * d
     per_layer = matrices + h * d + 6 * d + 2 * d * width + width
     work = 3 * h * n * n + 4 * h * n * d + 2 * n * width + 6 * n * d
-    kept = (m.layers + 1) * n * d if positions == "trajectory" else n * d
+    # a sphere model that runs as its flow (sweep.core.layers.flow) keeps every layer's
+    # state to measure token_norm
+    every = positions == "trajectory" or m.norm == "sphere"
+    kept = (m.layers + 1) * n * d if every else n * d
     params = "model.weights" if m.weights else "model.layers"
     return {params: 8 * m.layers * per_layer + 8 * (m.layers + 1) * (N_OBS + 1),
             "model.n": 8 * work, "output.positions": 8 * kept}

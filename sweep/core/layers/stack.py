@@ -3,7 +3,9 @@
 `norm: sphere` layers are the flows' own compiled step, x <- normalize(x + alpha v) with v the
 unprojected attention output (kernels/general/integrators.py, method layer), called once per
 layer with that layer's Dynamics, so L identical layers with alpha = dt are L steps of the
-flow bit for bit; an FFN sublayer, if any, follows in NumPy as h <- unit(h + alpha F(h)).
+flow bit for bit (where the flow would take a fast kernel, such a model runs as the flow
+itself: sweep.core.layers.flow); an FFN sublayer, if any, follows in NumPy as
+h <- unit(h + alpha F(h)).
 `norm: post | pre | peri` blocks are NumPy (sweep.core.layers.transformer).
 
 Layer l (0 = the input, l = after block l) is observed by the flows' observables kernel on the
@@ -54,19 +56,20 @@ def advance(h: np.ndarray, b: Block, model, dyn: Dynamics, layer: int) -> np.nda
     with np.errstate(all="ignore"):
         ffn = transformer.sublayer(h, lambda y: transformer.feed_forward(y, b.ffn), b.ln2, b,
                                    model)
-    return np.ascontiguousarray(ffn)
+    return np.ascontiguousarray(ffn, dtype=h.dtype)
 
 
 def run(model, h0: np.ndarray, blocks: tuple[Block, ...], noise_key: int, eps: float,
-        stop: np.ndarray, trajectory: bool = False):
+        stop: np.ndarray, trajectory: bool = False, dtype: str = "float64"):
     """(status, obs [L + 1, N_COLUMNS], h [L + 1, n, d] or [1, n, d] (the last layer reached)).
 
     status: OK, NONFINITE (a layer was not finite: it and later rows stay NaN) or STOPPED
-    (stop[0] set, polled before each layer)."""
+    (stop[0] set, polled before each layer). dtype: the state's (float32 for sphere layers
+    only, as a flow's; observables are float64)."""
     sphere = model.norm == "sphere"
-    h = np.array(h0, dtype=np.float64, order="C")
+    h = np.array(h0, dtype=np.dtype(dtype), order="C")
     obs = np.full((len(blocks) + 1, N_COLUMNS), np.nan)
-    kept = np.full((len(blocks) + 1 if trajectory else 1,) + h.shape, np.nan)
+    kept = np.full((len(blocks) + 1 if trajectory else 1,) + h.shape, np.nan, dtype=h.dtype)
     for layer in range(len(blocks) + 1):
         if layer > 0:
             if stop[0] != 0:
@@ -82,10 +85,11 @@ def run(model, h0: np.ndarray, blocks: tuple[Block, ...], noise_key: int, eps: f
     return OK, obs, kept
 
 
-def warm_up() -> None:
+def warm_up(dtype: str = "float64") -> None:
     """Compile (or load) the step and observables a sphere layer calls from Python."""
     from types import SimpleNamespace
 
     model = SimpleNamespace(norm="sphere", attention="softmax", heads=1, mask="dense",
                             noise=0.0, alpha=0.1)
-    run(model, np.eye(2), (Block(np.ones(1)),), 0, 1e-3, np.zeros(1, dtype=np.int64))
+    run(model, np.eye(2), (Block(np.ones(1)),), 0, 1e-3, np.zeros(1, dtype=np.int64),
+        dtype=dtype)
