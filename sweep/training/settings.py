@@ -92,15 +92,17 @@ def load(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
 
 
 def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> TrainConfig:
+    """A training config from its YAML data: the training section and axes taken out, the
+    rest read by sweep.core.config."""
     raw = dict(raw)
     section = raw.pop("training", None)
     if section is None:
         raise ConfigError("training: required by sweep train (task, lambda, optimizer, lr, "
                           "steps, batch, checkpoints, seed)")
     training = _section(section)
-    grid = dict(raw.get("grid") or {}) if isinstance(raw.get("grid"), dict) else raw.get("grid")
-    train_axes = _axes(grid, section) if isinstance(grid, dict) else ()
-    if isinstance(grid, dict):
+    grid, train_axes = raw.get("grid"), ()
+    if isinstance(grid, dict):  # anything else: sweep.core.config says what is wrong
+        train_axes = _axes(grid, section)
         raw["grid"] = {k: v for k, v in grid.items() if _name(k) not in AXES}
     config = from_dict(raw, source, overrides)
     return TrainConfig(config, training, train_axes, _order(grid or {}))
