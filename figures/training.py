@@ -82,7 +82,6 @@ def draw(sidecar: dict, path: Path) -> None:
                  f"{sidecar['beta']:g}, {sidecar['steps']} Adam steps, mean of "
                  f"{sidecar['seeds']} seeds; groups at cosine > "
                  f"{1 - sidecar['cluster_eps']:g}", fontsize=10)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
@@ -95,8 +94,10 @@ def main(argv: list[str]) -> None:
     source, figure = argv
     with xr.open_dataset(source) as ds:
         sidecar = numbers(ds)
-    Path(figure).with_suffix(".json").write_text(json.dumps(sidecar, indent=1) + "\n")
-    draw(sidecar, Path(figure))
+    figure = Path(figure)
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    figure.with_suffix(".json").write_text(json.dumps(sidecar, indent=1) + "\n")
+    draw(sidecar, figure)
 
 
 if __name__ == "__main__":
