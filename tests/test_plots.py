@@ -274,15 +274,19 @@ def test_never_clustered_seeds_count_as_never_not_dropped(tmp_path):
     assert "never = ∞" in shown["title"] and "5 of 8 runs clustered" in line["label"]
 
 
-def test_bands_stay_inside_the_variables_range(tmp_path):
+@pytest.mark.parametrize("var", ["clustered_fraction", "inter_attention"])
+def test_bands_stay_inside_the_variables_range(tmp_path, var):
     cf = np.array([[0.0, 1.0, 1.0, 1.0], [0.9, 1.0, 1.0, 0.2]])  # [beta, seed]
-    ds = xr.Dataset({"clustered_fraction": (("beta", "seed", "time"), cf[..., None])},
+    if var == "inter_attention":  # mostly near 0, one seed far out: the band would dip below
+        cf = 1.0 - cf
+    ds = xr.Dataset({var: (("beta", "seed", "time"), cf[..., None])},
                     coords={"beta": [1.0, 2.0], "seed": range(4), "time": [0.0]})
     res = tmp_path / "b.nc"
     ds.to_netcdf(res)
-    line = numbers_of(res, "--var", "clustered_fraction", "--x", "beta",
+    line = numbers_of(res, "--var", var, "--x", "beta",
                       tmp_path=tmp_path)["panels"][0]["lines"][0]
-    assert max(line["high"]) == 1.0 and min(line["low"]) >= 0.0
+    low, high = min(line["low"]), max(line["high"])
+    assert 0.0 <= low and high <= 1.0 and 1.0 in (high, 1.0 - low)  # clipped, not just inside
 
 
 def test_status_is_not_averaged(results, tmp_path):

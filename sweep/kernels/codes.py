@@ -129,7 +129,9 @@ SCALARS = {
 RANGES = {"order_parameter": (0.0, 1.0), "mean_cosine": (-1.0, 1.0), "min_cosine": (-1.0, 1.0),
           "clustered_fraction": (0.0, 1.0), "n_clusters": (1.0, "n"),
           "largest_cluster": (0.0, 1.0), "attention_entropy": (0.0, "log n"),
-          "max_clusters": (1.0, "n"), "t_cluster": (0.0, None)}
+          "max_clusters": (1.0, "n"), "t_cluster": (0.0, None),
+          "n_groups": (0.0, "n"), "singleton_fraction": (0.0, 1.0), "overlap_gap": (-2.0, 2.0),
+          "inter_attention": (0.0, 1.0), "silhouette": (-1.0, 1.0)}
 
 # the long names of the coordinates of grid axes (other axes are named by their key)
 TIME_NAME = "dimensionless time"
