@@ -30,6 +30,7 @@ CASES = {
     "gaussian qk and v, two heads": {"qk": "gaussian", "v": "gaussian", "heads": 2,
                                      "head_beta": [1.5, 0.5], "beta": 1.0},
     "no noise, no initial ffn": {"noise": 0.0, "ffn": "none"},
+    "fixed features (mlp), gaussian qk": {"ffn": "mlp", "ffn_width": 5, "qk": "gaussian"},
 }
 
 
@@ -53,7 +54,7 @@ def problem(raw, task="labels", step=0):
     c = tasks.centres(job)
     x0, xi = tasks.draws(job, 0, step, tc.training.batch, c)
     return (sweeping.initial_ffn(blocks, job.model.d), x0, xi, tasks.targets(task, x0, c),
-            sweeping.attentions(blocks), job)
+            sweeping.fixed_parts(blocks), job)
 
 
 @pytest.mark.parametrize("task", tasks.TASKS)
@@ -103,7 +104,8 @@ def write(tmp_path, raw, name="t.yaml"):
 
 
 UNTRAINED = {"general kernel": {"qk": "gaussian", "heads": 2, "noise": None},
-             "a fast flow": {"ffn": "none", "noise": None}}  # identity attention, no FFN
+             "a fast flow": {"ffn": "none", "noise": None},  # identity attention, no FFN
+             "fixed features": {"ffn": "mlp", "ffn_width": 5, "noise": None}}
 
 
 @pytest.mark.parametrize("model", UNTRAINED)
@@ -126,11 +128,12 @@ def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, o
     assert (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight.isel(checkpoint=0)).all()
 
 
+@pytest.mark.parametrize("ffn", ["gaussian", "mlp"])
 @pytest.mark.parametrize("optimizer", settings.OPTIMIZERS)
 @pytest.mark.parametrize("task", tasks.TASKS)
-def test_one_training_step_lowers_the_loss_on_its_batch(task, optimizer):
-    raw = config({"qk": "gaussian"}, {"task": task, "optimizer": optimizer, "steps": 1,
-                                      "checkpoints": 2, "lr": 0.01})
+def test_one_training_step_lowers_the_loss_on_its_batch(task, optimizer, ffn):
+    raw = config({"qk": "gaussian", "ffn": ffn}, {"task": task, "optimizer": optimizer,
+                                                  "steps": 1, "checkpoints": 2, "lr": 0.01})
     tc, job = first_job(raw)
     ws, x0, xi, t, atts, _ = problem(raw, task)
     (w0, w1), loss = sweeping.optimise.train(job, tc.training, atts, ws)
@@ -202,7 +205,7 @@ BAD = [
     ({"grid": {"lambda": [0.0, 1.0]}}, "training.lambda: 0.01 is never used"),
     ({"grid": {"d": [3, 4]}}, "grid.d: sweep train does not sweep d"),
     ({"model": {"norm": "post", "noise": 0.0, "ffn": "none"}}, "model.norm: sweep train needs"),
-    ({"model": {"ffn": "mlp"}}, "model.ffn"),
+    ({"model": {"ffn": "linear"}}, "model.ffn"),
     ({"model": {"layers": None}}, "model.layers"),
     ({"init": {"kind": "uniform", "clusters": 4, "spread": 0.1}}, "init.kind: sweep train"),
     ({"model": {"mask": "causal"}}, "model.mask: sweep train needs mask: dense"),

@@ -190,14 +190,15 @@ def check_memory(need: int, available: int | None = None) -> None:
 
 def check_trainable(job, at: str = "") -> None:
     """The model sweep train differentiates: norm: sphere layers of softmax attention over
-    all tokens, an in-step FFN W_l x (ffn: none starts it at zero), a clusters start."""
+    all tokens, an in-step FFN W_l x (ffn: none starts it at zero) or an MLP whose output
+    matrix alone is trained, a clusters start."""
     m, init = job.model, job.init
     need = {"model.layers": (m.layers is None, "a layer model (set model.layers)"),
             "model.norm": (m.norm != "sphere", "norm: sphere"),
             "model.attention": (m.attention != "softmax", "attention: softmax"),
             "model.mask": (m.mask != "dense", "mask: dense"),
-            "model.ffn": (m.ffn in ("linear", "mlp"),
-                          "the in-step FFN W_l x: ffn none, gaussian or path.npy"),
+            "model.ffn": (m.ffn == "linear", "the in-step FFN W_l x (ffn none, gaussian or "
+                          "path.npy) or fixed features (ffn: mlp, its W_2 trained)"),
             "model.alpha": (m.alpha <= 0, "alpha > 0"),
             "init.kind": (init.kind != "clusters", "init.kind: clusters (the task's mixture)"),
             "init.jitter": (init.jitter > 0, "init.jitter: 0")}

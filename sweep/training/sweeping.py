@@ -30,18 +30,24 @@ EXTRA = {
     "loss": ("objective on the step's batch before its update: mean_i (1 - <x_i^L, t_i>) "
              "+ lambda sum_l |W_l|^2", "1"),
     "eval_loss": ("task loss mean_i (1 - <x_i^L, t_i>) of the observed run's output", "1"),
-    "ffn_weight": ("FFN matrix W_l of block l (v_i += W_l x_i)", "1"),
+    "ffn_weight": ("trained FFN matrix W_l of block l (v_i += W_l x_i, or the output matrix "
+                   "W_2 of ffn: mlp)", "1"),
     "status": ("worst job status over the checkpoints (0 ok, 1 non-finite)", "1"),
 }
 NOT_SWEPT = ("layers", "d")  # they change the shape of the trained parameters
 
 
-def attentions(blocks) -> list[backprop.Attention]:
-    return [backprop.Attention(b.betas, b.qk, b.v) for b in blocks]
+def fixed_parts(blocks) -> list[backprop.Fixed]:
+    """Each block's attention and, with ffn: mlp, its features W1 (fixed in training)."""
+    return [backprop.Fixed(b.betas, b.qk, b.v, None if b.ffn is None else b.ffn.w)
+            for b in blocks]
 
 
 def initial_ffn(blocks, d: int) -> np.ndarray:
-    """[L, d, d]: each block's in-step FFN matrix, zero where it has none."""
+    """[L, d, d] each block's in-step FFN matrix (zero where it has none), or [L, d, m] its
+    MLP's output matrices W2 (ffn: mlp)."""
+    if blocks[0].ffn is not None:
+        return np.stack([b.ffn.w2 for b in blocks])
     return np.stack([np.zeros((d, d)) if b.step_ffn is None else b.step_ffn for b in blocks])
 
 
@@ -51,8 +57,12 @@ def with_ffn(blocks, ws: np.ndarray, w0: np.ndarray) -> tuple | None:
     takes)."""
     if np.array_equal(ws, w0):
         return None
-    return tuple(b if np.array_equal(w, w_0) else replace(b, step_ffn=np.ascontiguousarray(w))
+    return tuple(b if np.array_equal(w, w_0) else _trained(b, np.ascontiguousarray(w))
                  for b, w, w_0 in zip(blocks, ws, w0))
+
+
+def _trained(b, w: np.ndarray):
+    return replace(b, step_ffn=w) if b.ffn is None else replace(b, ffn=replace(b.ffn, w2=w))
 
 
 def train_point(job, training) -> dict:
@@ -60,7 +70,7 @@ def train_point(job, training) -> dict:
     eval_loss [C], status)."""
     blocks = layer_blocks(job)
     w0 = initial_ffn(blocks, job.model.d)
-    ws, loss = optimise.train(job, training, attentions(blocks), w0)
+    ws, loss = optimise.train(job, training, fixed_parts(blocks), w0)
     start = initial_state(job)
     t = tasks.targets(training.task, start, tasks.centres(job))
     obs, evals, status = [], [], 0
