@@ -198,13 +198,14 @@ def test_one_compiled_kernel_serves_every_model(tmp_path):
     assert len(integrate.signatures) == before
 
 
-# trained-vs-random.yaml reads matrices `sweep extract` writes: test_minilm.py plans it;
-# minilm-*.yaml read a weights folder and a text's layer 0 made from the model, which
-# test_configs.py makes before running them; train-*.yaml are `sweep train` configs,
-# which test_training.py runs
+# these read what `sweep extract` and `sweep probe` write: test_configs.py makes those inputs
+MADE_INPUTS = ("trained-vs-random.yaml", "minilm-layers.yaml", "minilm-identity.yaml")
+TRAINING = "train-"  # `sweep train` configs: test_training.py runs them
+
+
 @pytest.mark.parametrize("path", sorted(
     str(p) for p in (Path(__file__).parents[1] / "configs").glob("*.yaml")
-    if p.name != "trained-vs-random.yaml" and not p.name.startswith(("train-", "minilm-"))))
+    if p.name not in MADE_INPUTS and not p.name.startswith(TRAINING)))
 def test_ready_configs_plan(path):
     assert expand(config.load(path))
 
