@@ -437,12 +437,15 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
 # ---------------------------------------------------------------- training
 
 def train(source: str | Path | dict, out: str | Path | None = None,
-          set: list[str] | tuple[str, ...] = (), command: str | None = None) -> xarray.Dataset:
+          set: list[str] | tuple[str, ...] = (), command: str | None = None,
+          shard=None) -> xarray.Dataset | None:
     """Train a noisy layer model's FFN matrices under L2 at every grid point (`sweep train`):
     the dataset of per-layer observables before and after, the loss curves and the trained
-    matrices, written to OUT/<name>.nc (default: beside output.path). Docs:
+    matrices, written to OUT/<name>.nc (default: beside output.path). Finished points are
+    kept in OUT/<name>.parts/ and skipped when run again; a shard ('I/K', or from the
+    environment as for `run`) trains its points only and returns None. Docs:
     docs/training.md."""
-    from sweep.core.store import write_dataset
+    from sweep.core.store import beside, write_dataset
     from sweep.training import settings, sweeping
 
     if isinstance(source, dict):
@@ -450,9 +453,13 @@ def train(source: str | Path | dict, out: str | Path | None = None,
         tc = settings.from_raw(raw, None, tuple(set))
     else:
         tc = settings.load(source, list(set))
-    ds = sweeping.run(tc, command)
     folder = Path(out) if out is not None else Path(tc.config.output.path).parent
-    ds.encoding["source"] = str(write_dataset(ds, folder / f"{tc.config.name}.nc"))
+    path = folder / f"{tc.config.name}.nc"
+    part = _shard(shard)
+    ds = sweeping.run(tc, command, parts=beside(path, "parts"),
+                      shard=None if part is None else (part.index, part.count))
+    if ds is not None:
+        ds.encoding["source"] = str(write_dataset(ds, path))
     return ds
 
 

@@ -165,6 +165,32 @@ def test_runs_are_deterministic_and_share_their_draws_across_the_grid(tmp_path):
                                       c[name].sel({"lambda": 0.1, "noise": 0.05}))
 
 
+def test_shards_and_resumes_give_the_bits_of_one_run(tmp_path):
+    """A train point is a job: shards write parts, a run without --shard assembles them, a
+    rerun trains nothing again, and a damaged or missing part is trained again, with the
+    same bits as one uninterrupted run."""
+    raw = config(grid={"lambda": [0.0, 0.1], "seed": [0, 1, 2]})
+    raw["training"].pop("lambda")
+    path = write(tmp_path, raw)
+    assert invoke("train", path, "-o", tmp_path / "one").exit_code == 0
+    whole = load(tmp_path / "one" / "tiny.nc")
+    for i in range(3):
+        shard = invoke("train", path, "-o", tmp_path / "split", "--shard", f"{i}/3")
+        assert shard.exit_code == 0 and "shard done" in shard.output, shard.output
+    parts = sorted((tmp_path / "split" / "tiny.parts").glob("*.npz"))
+    assert len(parts) == 6 and not (tmp_path / "split" / "tiny.nc").exists()
+    parts[0].write_bytes(b"not a part")  # damaged: trained again
+    parts[1].unlink()                    # missing: trained again
+    kept = {p: p.stat().st_mtime_ns for p in parts[2:]}
+    assert invoke("train", path, "-o", tmp_path / "split").exit_code == 0
+    assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # read, not rewritten
+    merged = load(tmp_path / "split" / "tiny.nc")
+    for name in whole.data_vars:
+        np.testing.assert_array_equal(whole[name], merged[name], err_msg=name)
+    bad = invoke("train", path, "-o", tmp_path / "x", "--shard", "3/3")
+    assert bad.exit_code == 2 and "--shard" in bad.output
+
+
 def test_the_dataset_holds_observables_losses_and_matrices_over_labelled_dims(tmp_path):
     raw = config(grid={"task": ["labels", "mean"], "lambda": [0.0, 1.0], "seed": [0, 1]})
     raw["training"].pop("lambda")

@@ -11,7 +11,13 @@ held to one thread): not through the runner and its parts, so it is not sharded 
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -21,7 +27,7 @@ from sweep.core.coords import coordinates
 from sweep.core.layers.transformer import unit
 from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
 from sweep.core.store import provenance
-from sweep.errors import ConfigError
+from sweep.errors import ConfigError, StoreError
 from sweep.kernels.codes import LAYER_SERIES, SERIES
 from sweep.training import backprop, optimise, settings, tasks
 
@@ -83,16 +89,72 @@ def train_point(job, training) -> dict:
             "eval_loss": np.array(evals), "status": status}
 
 
-def run(tc: settings.TrainConfig, command: str | None = None) -> xr.Dataset:
-    """Every point trained and observed: the dataset (docs/training.md)."""
+def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None = None,
+        shard: tuple[int, int] | None = None) -> xr.Dataset | None:
+    """Every point trained and observed: the dataset (docs/training.md). With `parts`, points
+    found there are read, not trained, and new ones are kept there; with `shard` (I, K),
+    only points I, I + K, ... are trained and nothing is assembled (None)."""
     jobs = settings.jobs(tc)
     for axis in jobs.axes:
         if axis.name in NOT_SWEPT:
             raise ConfigError(f"grid.{axis.name}: sweep train does not sweep "
                                        f"{axis.name} (one shape of trained parameters)")
+    grid = [(job, training) for _, training in tc.points() for job in jobs]
+    mine = range(len(grid)) if shard is None else range(shard[0], len(grid), shard[1])
     with threadpool_limits(1, user_api="blas"):
-        points = [train_point(job, training) for _, training in tc.points() for job in jobs]
-    return dataset(tc, jobs, points, command)
+        points = [_kept(parts, *grid[i]) for i in mine]
+    return None if shard is not None else dataset(tc, jobs, points, command)
+
+
+def point_id(job, training) -> str:
+    """The part file's name: the job's id (model, init, integrate, inputs' digests) and every
+    training setting of the point."""
+    text = json.dumps([job.id, training.to_dict()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _kept(parts: Path | None, job, training) -> dict:
+    """The point's arrays from its part file if that holds them whole, else trained (and kept,
+    written to a temporary file and renamed, so a part is never half there)."""
+    if parts is None:
+        return train_point(job, training)
+    path = parts / f"{point_id(job, training)}.npz"
+    found = _read(path, _shapes(job, training))
+    if found is not None:
+        return found
+    point = train_point(job, training)
+    try:
+        parts.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=parts, prefix=f".{path.stem}.", suffix=".tmp")
+        with os.fdopen(handle, "wb") as f:
+            np.savez(f, **point)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise StoreError(f"{parts}: cannot keep a finished point there "
+                         f"({err.strerror or err})") from None
+    return point
+
+
+def _shapes(job, training) -> dict:
+    c = len(optimise.checkpoint_steps(training.steps, training.checkpoints))
+    layers = job.model.layers
+    return {"obs": (c, layers + 1, len(COLUMNS)), "loss": (training.steps,),
+            "ffn_weight": (c, layers), "eval_loss": (c,), "status": ()}
+
+
+def _read(path: Path, shapes: dict) -> dict | None:
+    """A part's arrays if it is a readable file with every array at its shape (ffn_weight:
+    its leading two); None (train again) for a missing or damaged one."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            found = {key: z[key] for key in shapes}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if any(found[k].shape[:len(s)] != s or (k != "ffn_weight" and found[k].ndim != len(s))
+           for k, s in shapes.items()):
+        return None
+    found["status"] = int(found["status"])
+    return found
 
 
 def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
