@@ -191,6 +191,32 @@ def test_shards_and_resumes_give_the_bits_of_one_run(tmp_path):
     assert bad.exit_code == 2 and "--shard" in bad.output
 
 
+def test_a_training_sweep_submits_as_an_array_of_train_tasks(tmp_path, monkeypatch):
+    """sweep submit of a training config: each task runs `sweep train` on the shard its array
+    variables name, the merge job `sweep train` without one; run here as the scheduler would,
+    the tasks and the merge give the bits of one run. sweep compile takes the config too."""
+    monkeypatch.chdir(tmp_path)
+    raw = config(grid={"lambda": [0.0, 0.1], "seed": [0, 1]})
+    raw["training"].pop("lambda")
+    path = write(tmp_path, raw)
+    shown = invoke("submit", path, "--shards", 2, "--dry-run")
+    assert shown.exit_code == 0, shown.output
+    array, merge = shown.output.split("# ---- ")[1:]
+    assert f"sweep train {path} -o {tmp_path / 'results'}" in array and "SWEEP_SHARDS=2" in array
+    assert f"sweep train {path} -o {tmp_path / 'results'}" in merge and "SHARD" not in merge
+    assert invoke("compile", path).exit_code == 0
+    for task in ("0", "1"):  # what the array script exports, then its command
+        env = {"SWEEP_SHARDS": "2", "SWEEP_SHARD": f"{task}/2"}
+        done = invoke("train", path, "-o", tmp_path / "results", env=env)
+        assert done.exit_code == 0 and "shard done" in done.output, done.output
+    assert len(list((tmp_path / "results" / "tiny.parts").glob("*.npz"))) == 4
+    assert invoke("train", path, "-o", tmp_path / "results").exit_code == 0
+    assert invoke("train", path, "-o", tmp_path / "one").exit_code == 0
+    a, b = load(tmp_path / "results" / "tiny.nc"), load(tmp_path / "one" / "tiny.nc")
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 def test_the_dataset_holds_observables_losses_and_matrices_over_labelled_dims(tmp_path):
     raw = config(grid={"task": ["labels", "mean"], "lambda": [0.0, 1.0], "seed": [0, 1]})
     raw["training"].pop("lambda")

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sweep._version import __version__
-from sweep.core.config import Config, clip, load
+from sweep.core.config import Config, TrainingConfig, clip, load
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
 
@@ -158,6 +158,16 @@ def _main(version: Annotated[bool, typer.Option(
 
 def _load(config: Path, sets: list[str] | None) -> Config:
     return load(config, sets or [])
+
+
+def _load_any(config: Path, sets: list[str] | None):
+    """A run config, or a training config (compile and submit take either)."""
+    try:
+        return _load(config, sets)
+    except TrainingConfig:
+        from sweep import api
+
+        return api.load_training(config, sets or [])
 
 
 def _summary(values: tuple) -> str:
