@@ -76,7 +76,7 @@ FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
-           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json
+           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/training.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -85,7 +85,8 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 
 .PHONY: figure-files check-figures
 figures: figure-files
-	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md
+	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md \
+		docs/training.md
 
 figure-files: $(FIGURES)
 
@@ -137,7 +138,7 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
-		docs/models.md
+		docs/models.md docs/training.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -162,6 +163,16 @@ $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entrop
 # beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
 $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
 	$(PY) figures/beta_scale.py $< $@
+
+# A noisy layer model's FFN trained on two tasks across lambda and D (docs/training.md): the
+# training sweep, then the figure and its sidecar FIG/training.json from one rule; the table
+# and paragraph of docs/training.md are rendered from the sidecar by `make figures`.
+$(RES)/train-escape.nc: configs/train-escape.yaml $(wildcard sweep/training/*.py) \
+		| $(VENV)/.installed
+	$(SWEEP) train $< -o $(RES) > /dev/null
+
+$(FIG)/training.png: $(RES)/train-escape.nc figures/training.py
+	$(PY) figures/training.py $< $@
 
 # The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
 docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \

@@ -241,6 +241,56 @@ def beta_scale_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _peak(values: list) -> tuple[int, float]:
+    """(the layer where values peak, their fall from there to the output)."""
+    top = max(range(len(values)), key=lambda k: values[k])
+    return top, values[top] - values[-1]
+
+
+def training_table() -> str:
+    """docs/training.md: mean cosine per layer after training (before once per D: untrained,
+    both tasks and every lambda share the model), where it peaks and its fall to the
+    output, groups at the output and the task loss; from figures/training.json."""
+    runs = load("training.json")["runs"]
+    last = len(runs[0]["mean_cosine"]["before"]) - 1
+    head = ["task", "lambda", "D"] + [f"L{k}" for k in range(last + 1)] + \
+        ["peak layer", "fall to output", f"n_groups L{last}", "task loss"]
+    rows = [head, ["---"] * len(head)]
+
+    def row(task, lam, run, when):
+        top, fall = _peak(run["mean_cosine"][when])
+        return [task, lam, f"{run['noise']:g}"] + \
+            [f"{x:.2f}" for x in run["mean_cosine"][when]] + \
+            [str(top), f"{fall:.2f}", f"{run['n_groups'][when][-1]:.1f}",
+             f"{run['eval_loss'][0 if when == 'before' else 1]:.3f}"]
+
+    for noise in sorted({r["noise"] for r in runs}):
+        rows.append(row("untrained", "-", next(r for r in runs if r["noise"] == noise),
+                        "before"))
+    rows += [row(r["task"], f"{r['lambda']:g}", r, "after") for r in runs]
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
+def training_prose() -> str:
+    """docs/training.md: what the runs show, against the abstract's signature (clustering
+    rising with depth, then falling near the output after training, for the labels task)."""
+    runs = load("training.json")["runs"]
+    falls = {t: [_peak(r["mean_cosine"]["after"])[1] for r in runs if r["task"] == t]
+             for t in ("labels", "mean")}
+    labels = [r for r in runs if r["task"] == "labels"]
+    apart = [r["mean_cosine"]["after"][-1] for r in labels]
+    before = [r["mean_cosine"]["before"][-1] for r in labels]
+    free = next(r["mean_cosine"]["after"] for r in labels if r["lambda"] == r["noise"] == 0)
+    low = min(range(len(free)), key=lambda k: free[k])
+    return wrap(
+        f"Untrained, the output's mean cosine is {min(before):.2f} to {max(before):.2f}. "
+        f"Trained on labels it is {min(apart):.2f} to {max(apart):.2f}; at lambda = 0 and "
+        f"D = 0 the mean cosine falls from {free[0]:.2f} at the input to {free[low]:.2f} at "
+        f"layer {low} and rises to {free[-1]:.2f} at the output. The largest fall of the mean "
+        f"cosine from its peak to the output is {max(falls['labels']):.2f} for labels and "
+        f"{max(falls['mean']):.2f} for mean.")
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -249,7 +299,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "phase-glpr-prose": phase_glpr_prose, "condensation-prose": condensation_prose,
              "trained-probe-table": trained_probe_table,
              "trained-mean-cosine-table": trained_mean_cosine_table,
-             "beta-scale-table": beta_scale_table}
+             "beta-scale-table": beta_scale_table,
+             "training-table": training_table, "training-prose": training_prose}
 
 
 def render(text: str) -> str:

@@ -15,8 +15,8 @@ or matplotlib. Errors: sweep.errors. Walk-through: docs/python.md.
 from sweep._version import __version__
 
 _API = ("load", "plan", "run", "execute", "merge", "compile", "status", "submit", "open",
-        "threshold", "monotone", "plot", "probe", "extract", "store", "Plan", "Outcome", "Status",
-        "Submission")
+        "threshold", "monotone", "plot", "probe", "extract", "train", "store", "Plan", "Outcome",
+        "Status", "Submission")
 __all__ = [*_API, "theory", "errors", "__version__"]
 
 

@@ -17,6 +17,7 @@ when called.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -253,10 +254,11 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
 
 def compile(config: Config) -> list[str]:
     """Compile exactly the kernel variants the config's jobs call into the compile cache,
-    before many tasks start at once; returns their names (KernelPlan.variant)."""
+    before many tasks start at once; returns their names (KernelPlan.variant). A training
+    config (load_training) compiles those its observed runs call."""
     from sweep.core.simulate import warm_up
 
-    jobs = expand(config)
+    jobs = expand(getattr(config, "config", config))
     warm_up(jobs)
     return list(variants(jobs))
 
@@ -321,15 +323,20 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
     dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
     from sweep.scheduling import submit as scripts
 
+    training = not isinstance(config, Config)  # a training config: its tasks run sweep train
+    if training:
+        points = math.prod(len(a) for a in config.axes)
+        config = config.config
+        out = _training_output(config, out)
     if config.source is None:
         raise ConfigError("submit: the array's tasks read a config file; load one from a file")
-    jobs = len(expand(config))
+    jobs = len(expand(config)) * (points if training else 1)
     if shards > jobs:
         warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
                       "nothing to do", SweepWarning, stacklevel=2)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
                              _output(config, out), shards, parallel, workers, scheduler_args,
-                             scheduler)
+                             scheduler, "train" if training else "run")
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)
@@ -454,6 +461,48 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
     if full:
         return whole.extract_full(bert.load(model), Path(directory), controls)
     return probing.extract(bert.load(model), Path(directory), controls)
+
+
+# ---------------------------------------------------------------- training
+
+def _training_output(config: Config, folder: str | Path | None) -> Path:
+    """Where sweep train writes: FOLDER/<name>.nc (default: the folder of output.path)."""
+    folder = Path(config.output.path).parent if folder is None else Path(folder)
+    return folder / f"{config.name}.nc"
+
+
+def load_training(source: str | Path, set: list[str] | tuple[str, ...] = ()):
+    """A training config (`sweep train`'s: a layer model with a `training:` section), for
+    train, compile and submit."""
+    from sweep.training import settings
+
+    return settings.load(source, list(set))
+
+
+def train(source: str | Path | dict, out: str | Path | None = None,
+          set: list[str] | tuple[str, ...] = (), command: str | None = None,
+          shard=None) -> xarray.Dataset | None:
+    """Train a noisy layer model's FFN matrices under L2 at every grid point (`sweep train`):
+    the dataset of per-layer observables before and after, the loss curves and the trained
+    matrices, written to OUT/<name>.nc (default: beside output.path). Finished points are
+    kept in OUT/<name>.parts/ and skipped when run again; a shard ('I/K', or from the
+    environment as for `run`) trains its points only and returns None. Docs:
+    docs/training.md."""
+    from sweep.core.store import beside, write_dataset
+    from sweep.training import settings, sweeping
+
+    if isinstance(source, dict):
+        raw = _config.apply_overrides(copy.deepcopy(source), list(set))
+        tc = settings.from_raw(raw, None, tuple(set))
+    else:
+        tc = settings.load(source, list(set))
+    path = _training_output(tc.config, out)
+    part = _shard(shard)
+    ds = sweeping.run(tc, command, parts=beside(path, "parts"),
+                      shard=None if part is None else (part.index, part.count))
+    if ds is not None:
+        ds.encoding["source"] = str(write_dataset(ds, path))
+    return ds
 
 
 def _dataset(ds):

@@ -94,7 +94,7 @@ def test_the_cli_reference_page_is_current():
 
 @pytest.mark.parametrize("command", ["plan", "run", "merge", "status", "submit", "compile",
                                      "show", "threshold", "monotone", "plot", "probe",
-                                     "extract"])
+                                     "extract", "train"])
 def test_every_command_is_documented(command):
     assert f"## `sweep {command}`" in (ROOT / "docs" / "cli.md").read_text()
 

@@ -24,6 +24,7 @@ NEEDS_MODEL = "trained-vs-random.yaml"  # its matrices come from `sweep extract`
 # MiniLM as a layer model: its weights folder and a text's layer 0 (`sweep probe`)
 NEEDS_LAYERS = ("minilm-layers.yaml", "minilm-identity.yaml")
 EIGHT_TOKENS = "a b c d e f"  # [CLS] + six words + [SEP]: the reduced n
+TRAINING = "train-"  # `sweep train` configs: tests/test_training.py runs them
 
 
 def few(values: list, keep: int = 3) -> list:
@@ -58,7 +59,9 @@ def commands(text: str) -> dict[str, list[str]]:
     return {kind: args.split() for kind, args in ANALYSE.findall(text)}
 
 
-@pytest.mark.parametrize("path", sorted(FOLDER.glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(p for p in FOLDER.glob("*.yaml")
+                                         if not p.name.startswith(TRAINING)),
+                         ids=lambda p: p.stem)
 def test_every_config_runs_and_is_analysed_end_to_end(path, tmp_path, monkeypatch):
     text = path.read_text()
     analyse = commands(text)

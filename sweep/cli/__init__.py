@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sweep._version import __version__
-from sweep.core.config import Config, clip, load
+from sweep.core.config import Config, TrainingConfig, clip, load
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
 
@@ -160,6 +160,16 @@ def _load(config: Path, sets: list[str] | None) -> Config:
     return load(config, sets or [])
 
 
+def _load_any(config: Path, sets: list[str] | None):
+    """A run config, or a training config (compile and submit take either)."""
+    try:
+        return _load(config, sets)
+    except TrainingConfig:
+        from sweep import api
+
+        return api.load_training(config, sets or [])
+
+
 def _summary(values: tuple) -> str:
     shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
     return ", ".join(shown) if len(shown) <= 6 else ", ".join(shown[:3] + ["..."] + shown[-2:])
@@ -186,4 +196,4 @@ def main() -> None:
 
 
 # Registration happens on import; this order is the order of `sweep --help`.
-from sweep.cli import sweeping, scheduling, analysis, models  # noqa: E402, F401, I001
+from sweep.cli import sweeping, scheduling, analysis, models, training  # noqa: E402, F401, I001

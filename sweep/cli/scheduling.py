@@ -16,6 +16,7 @@ from sweep.cli import (
     OutOpt,
     SetOpt,
     _load,
+    _load_any,
     app,
     choices,
     out,
@@ -118,7 +119,7 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     file system every task then only reads that cache.
     """
     with user_errors():
-        done = api.submit(_load(config, sets), shards, path, parallel, workers,
+        done = api.submit(_load_any(config, sets), shards, path, parallel, workers,
                           Scheduler(scheduler).value, scheduler_args, dry_run)
     if done.ids is None:
         for script, text in done.scripts.items():
@@ -141,6 +142,6 @@ def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     from sweep.kernels import cache
 
     with user_errors():
-        compiled = api.compile(_load(config, sets))
+        compiled = api.compile(_load_any(config, sets))
     out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}",
               markup=False, soft_wrap=True)

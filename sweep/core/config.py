@@ -541,8 +541,15 @@ def output_path(text: str, where: str = "output.path") -> str:
     return path
 
 
+class TrainingConfig(ConfigError):
+    """The config has a `training:` section: sweep train's (sweep.training.settings reads it)."""
+
+
 def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] = ()) -> Config:
     for key in raw:
+        if key == "training":
+            raise TrainingConfig("training: a training config (sweep train CONFIG trains and "
+                                 "observes it)")
         if key not in TOP_KEYS:
             raise ConfigError(f"{clip(key)}: unknown top-level key (allowed: "
                               f"{', '.join(TOP_KEYS)})")

@@ -199,15 +199,22 @@ def _result(obs, status, seconds: float, x, traj, positions: str) -> JobResult:
     return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK, seconds, kept)
 
 
+def layer_blocks(job: Job) -> tuple[params.Block, ...]:
+    """A layer model's blocks, drawn (from the job's seed) or read."""
+    return params.blocks(job, functools.partial(_rng, job.seed))
+
+
 def simulate_layers(job: Job, positions: str = "none", stop: np.ndarray | None = None,
-                    kernel: KernelPlan | None = None) -> JobResult:
+                    kernel: KernelPlan | None = None,
+                    blocks: tuple[params.Block, ...] | None = None) -> JobResult:
     """One layer model (docs/layers.md): its blocks drawn or read, h_0 through them, every
-    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last)."""
+    layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last).
+    blocks: other blocks than the config's (trained ones), run on the layer stack."""
     kernel = kernel or kernel_plan(job)
-    if kernel.strategy != "layers":  # a flow on a fast kernel: run as that flow (layers.flow)
+    if blocks is None and kernel.strategy != "layers":  # a flow on a fast kernel (layers.flow)
         return _as_flow(job, kernel, positions, stop)
     t0 = time.perf_counter()
-    blocks = params.blocks(job, functools.partial(_rng, job.seed))
+    blocks = layer_blocks(job) if blocks is None else blocks
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     status, obs, kept = stack.run(job.model, initial_state(job), blocks, noise_key(job),
                                   float(job.integrate.cluster_eps), flag,

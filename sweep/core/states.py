@@ -39,8 +39,13 @@ def equiangular(n: int, d: int, overlap: float, rng: np.random.Generator) -> np.
 def clusters(n: int, d: int, k: int, spread: float, rng: np.random.Generator) -> np.ndarray:
     """k uniform centres c; token i sits near c_{i mod k}: normalise(c + spread P_c(g)), g
     standard Gaussian, so each tangent direction has angular spread about `spread`."""
-    centres = uniform(k, d, rng)[np.arange(n) % k]
-    g = rng.standard_normal((n, d))
+    return around(uniform(k, d, rng), n, spread, rng)
+
+
+def around(centres: np.ndarray, n: int, spread: float, rng: np.random.Generator) -> np.ndarray:
+    """n tokens near given centres [k, d]: token i near centre i mod k (see `clusters`)."""
+    centres = centres[np.arange(n) % len(centres)]
+    g = rng.standard_normal((n, centres.shape[1]))
     g -= np.sum(g * centres, axis=1, keepdims=True) * centres
     return _normalize(centres + spread * g)
 

@@ -2,7 +2,8 @@
 
 `sweep submit` writes two scripts into `<output>.jobs/`: an array whose task I runs
 `sweep run` on shard I of K (parts only), and a merge job that runs `sweep merge` once every
-task has succeeded (`afterok`). Nothing stays running on the login node.
+task has succeeded (`afterok`). For a training config both run `sweep train` (its tasks on
+their shards, the merge job without one). Nothing stays running on the login node.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ class Plan:
     workdir: Path
     numba_cache: Path
     scheduler: Scheduler = SLURM
+    command: str = "run"          # or "train": the tasks of a training config (sweep train)
 
     @property
     def jobs_dir(self) -> Path:
@@ -161,7 +163,8 @@ def script_paths(output: str | Path, scheduler: Scheduler) -> tuple[Path, Path]:
 
 def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: int,
               parallel: int | None = None, workers: int | None = None,
-              scheduler_args: list[str] | None = None, scheduler: str = "slurm") -> Plan:
+              scheduler_args: list[str] | None = None, scheduler: str = "slurm",
+              command: str = "run") -> Plan:
     if scheduler not in SCHEDULERS:
         raise SchedulerError(f"--scheduler {scheduler}: one of {' | '.join(SCHEDULERS)}")
     for arg in scheduler_args or []:
@@ -171,7 +174,7 @@ def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: in
     cwd = Path.cwd()
     return Plan(name, (cwd / config).resolve(), tuple(sets), (cwd / output).resolve(), shards,
                 parallel, workers, tuple(scheduler_args or ()), cwd, cache.directory().resolve(),
-                SCHEDULERS[scheduler])
+                SCHEDULERS[scheduler], command)
 
 
 def _fill(template: str, plan: Plan, quote=shlex.quote, **more: object) -> str:
@@ -222,7 +225,8 @@ def array_script(plan: Plan) -> str:
     if not any(a.startswith(s.signal_opts) for a in plan.scheduler_args if s.signal_opts):
         array += s.signal
     workers = ("--workers", str(plan.workers)) if plan.workers else ()
-    run = plan.sweep("run", "--out", str(plan.output), *workers)
+    run = (plan.sweep("train", "-o", str(plan.output.parent)) if plan.command == "train"
+           else plan.sweep("run", "--out", str(plan.output), *workers))
     log = s.array_log if plan.is_array else s.merge_log.replace("merge", "array")
     return _script(plan, array, f"{plan.logs}/{log}", name, shard, run)
 
@@ -230,9 +234,10 @@ def array_script(plan: Plan) -> str:
 def merge_script(plan: Plan) -> str:
     """The merge script; submitted with the scheduler's `depend` options on the array."""
     s = plan.scheduler
+    merge = (plan.sweep("train", "-o", str(plan.output.parent)) if plan.command == "train"
+             else plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"))
     return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"{job_name(plan.name)}-merge",
-                   [], plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"),
-                   run="exec {cmd}")
+                   [], merge, run="exec {cmd}")
 
 
 def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],

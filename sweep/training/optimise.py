@@ -1,0 +1,50 @@
+"""Gradient descent on the FFN matrices: plain (W <- W - lr g) or Adam (Kingma and Ba 2015,
+beta_1 = 0.9, beta_2 = 0.999, eps = 1e-8, bias-corrected), one batch of fresh draws per step
+(sweep.training.tasks). Deterministic: the draws are seeded and the arithmetic is serial
+NumPy, so a step's result depends only on the job and the training settings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sweep.training import backprop, tasks
+
+ADAM = (0.9, 0.999, 1e-8)
+
+
+def checkpoint_steps(steps: int, count: int) -> np.ndarray:
+    """`count` distinct steps from 0 (before training) to `steps` (after), evenly spread."""
+    return np.unique(np.round(np.linspace(0, steps, count)).astype(np.int64))
+
+
+def adam(w, g, state, lr: float):
+    """One Adam update of w (a new array); state: (m, v, t), updated in place."""
+    b1, b2, eps = ADAM
+    m, v, t = state
+    m *= b1
+    m += (1.0 - b1) * g
+    v *= b2
+    v += (1.0 - b2) * g * g
+    t[0] += 1
+    m_hat, v_hat = m / (1.0 - b1 ** t[0]), v / (1.0 - b2 ** t[0])
+    return w - lr * m_hat / (np.sqrt(v_hat) + eps)
+
+
+def train(job, training, atts, w0: np.ndarray):
+    """(ws [checkpoints, L, d, d], loss [steps]): loss[s] is the objective on step s's batch
+    before its update; ws[c] the matrices after checkpoint_steps(...)[c] steps."""
+    m = job.model
+    c = tasks.centres(job)
+    marks = checkpoint_steps(training.steps, training.checkpoints)
+    w, state = w0.copy(), (np.zeros_like(w0), np.zeros_like(w0), [0])
+    kept, loss = [w.copy()] if marks[0] == 0 else [], np.empty(training.steps)
+    for s in range(training.steps):
+        x0, xi = tasks.draws(job, training.seed, s, training.batch, c)
+        t = tasks.targets(training.task, x0, c)
+        loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam)
+        w = adam(w, g, state, training.lr) if training.optimizer == "adam" \
+            else w - training.lr * g
+        if s + 1 in marks:
+            kept.append(w.copy())
+    return np.stack(kept), loss

@@ -1,0 +1,207 @@
+"""A training config: a layer-model config plus a `training:` section, whose keys may also be
+grid axes (`lambda`, `task`, `lr`, ...) beside the model's (`noise`, `seed`, ...).
+
+The model, init and grid of the config are read by sweep.core.config and sweep.core.grid as
+for `sweep run`; the training section and its axes are taken out first and checked here by
+the same rules (config.check_value), so a bad value is one line naming its key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import yaml
+
+from sweep.core import resources
+from sweep.core.config import (
+    Config,
+    ConfigError,
+    apply_overrides,
+    check_value,
+    clip,
+    from_dict,
+    make_rule,
+    read_yaml,
+    show,
+)
+from sweep.core.grid import Axis, Jobs, axis_values, expand
+from sweep.training.tasks import TASKS
+
+OPTIMIZERS = ("adam", "sgd")
+MAX_STEPS = 10**6
+
+
+@dataclass(frozen=True)
+class Training:
+    """The `training:` section (docs/training.md). `lam` is the YAML key `lambda`."""
+
+    task: str = "labels"
+    lam: float = 0.0
+    optimizer: str = "adam"
+    lr: float = 0.01
+    steps: int = 100
+    batch: int = 8
+    checkpoints: int = 2
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return {_KEY.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
+
+
+_KEY = {"lam": "lambda"}            # attribute -> YAML key
+_ATTR = {v: k for k, v in _KEY.items()}
+RULES = {
+    "task": make_rule(str, choices=TASKS),
+    "lambda": make_rule(float, low=0.0),
+    "optimizer": make_rule(str, choices=OPTIMIZERS),
+    "lr": make_rule(float, low=0.0),
+    "steps": make_rule(int, low=1, high=MAX_STEPS),
+    "batch": make_rule(int, low=1, high=4096),
+    "checkpoints": make_rule(int, low=2, high=MAX_STEPS + 1),
+    "seed": make_rule(int, low=0),
+}
+AXES = ("task", "lambda", "optimizer", "lr", "batch")  # sweepable (seed: the grid's replicates)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    config: Config               # the layer model, its init and its grid (training axes out)
+    training: Training           # the section, before its axes are applied
+    axes: tuple[Axis, ...]       # the training axes, in declaration order
+    order: tuple[str, ...]       # every dimension of the results, in declaration order
+
+    def points(self):
+        """(position, Training) for every point of the training axes, in C order."""
+        for position in itertools.product(*(range(len(a)) for a in self.axes)):
+            values = {_ATTR.get(a.name, a.name): a.values[0][i]
+                      for a, i in zip(self.axes, position)}
+            yield position, replace(self.training, **values)
+
+    def to_yaml(self) -> str:
+        axes = {a.name: list(a.values[0]) for a in self.axes}
+        return yaml.safe_dump({"training": self.training.to_dict(), "axes": axes},
+                              sort_keys=False)
+
+
+def load(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
+    """Read, override and validate a training config; ConfigError names the key."""
+    raw = apply_overrides(read_yaml(path), list(overrides))
+    return from_raw(raw, Path(path), tuple(overrides))
+
+
+def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> TrainConfig:
+    """A training config from its YAML data: the training section and axes taken out, the
+    rest read by sweep.core.config."""
+    raw = dict(raw)
+    section = raw.pop("training", None)
+    if section is None:
+        raise ConfigError("training: required by sweep train (task, lambda, optimizer, lr, "
+                          "steps, batch, checkpoints, seed)")
+    training = _section(section)
+    grid, train_axes = raw.get("grid"), ()
+    if isinstance(grid, dict):  # anything else: sweep.core.config says what is wrong
+        train_axes = _axes(grid, section)
+        raw["grid"] = {k: v for k, v in grid.items() if _name(k) not in AXES}
+    config = from_dict(raw, source, overrides)
+    return TrainConfig(config, training, train_axes, _order(grid or {}))
+
+
+def _order(grid: dict) -> tuple[str, ...]:
+    """The dimension names in declaration order (a zip group is named by its first key)."""
+    names = []
+    for key, spec in grid.items():
+        if key == "zip" and isinstance(spec, list):
+            names += [str(next(iter(g))).rpartition(".")[2] for g in spec
+                      if isinstance(g, dict) and g]
+        elif spec is not None:
+            names.append(str(key).rpartition(".")[2])
+    return tuple(names)
+
+
+def _name(key) -> str:
+    key = str(key)
+    return key.partition(".")[2] if key.startswith("training.") else key
+
+
+def _section(raw) -> Training:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"training: expected a mapping, got {show(raw)}")
+    clean = {}
+    for key, value in raw.items():
+        if key not in RULES:
+            raise ConfigError(f"training.{clip(key)}: unknown key (allowed: "
+                              f"{', '.join(RULES)})")
+        clean[_ATTR.get(key, key)] = check_value(f"training.{key}", value, RULES[key])
+    return Training(**clean)
+
+
+def _axes(grid: dict, section: dict) -> tuple[Axis, ...]:
+    out = []
+    for key, spec in grid.items():
+        name = _name(key)
+        if name not in AXES or spec is None:
+            if str(key).startswith("training."):
+                raise ConfigError(f"grid.{clip(key)}: not a sweepable training key (one of "
+                                  f"{', '.join(AXES)})")
+            continue
+        at = f"grid.{clip(key)}"
+        if name in section:
+            raise ConfigError(f"training.{name}: {show(section[name])} is never used, {at} "
+                              f"sweeps {name}; drop one of them")
+        values, log = axis_values(spec, at)
+        clean = tuple(check_value(f"{at}[{i}]", v, RULES[name]) for i, v in enumerate(values))
+        if len(set(clean)) != len(clean):
+            raise ConfigError(f"{at}: values must be distinct, got {show(list(clean))}")
+        out.append(Axis((name,), ("training",), (clean,), log))
+    return tuple(out)
+
+
+def jobs(tc: TrainConfig) -> Jobs:
+    """The layer-model jobs of the grid (sweep.core.grid), each checked for training."""
+    expanded = expand(tc.config)
+    for job in expanded:
+        check_trainable(job, f" (job {job.index}: {job.describe()})" if job.params else "")
+    for _, training in tc.points():
+        if training.checkpoints > training.steps + 1:
+            raise ConfigError(f"training.checkpoints: {training.checkpoints} checkpoints for "
+                              f"{training.steps} steps (at most steps + 1)")
+    batch = max(t.batch for _, t in tc.points())
+    check_memory(max((step_bytes(job.model, batch) for job in expanded), default=0))
+    return expanded
+
+
+def step_bytes(m, batch: int) -> int:
+    """What one training step holds: per sample and layer the tape (attention weights
+    [h, n, n], keys and values [h, n, d], tokens, noise), about twice over in the backward
+    pass."""
+    per_layer = m.heads * (2 * m.n * m.n + 2 * m.n * m.d) + 6 * m.n * m.d
+    return 2 * 8 * batch * m.layers * per_layer
+
+
+def check_memory(need: int, available: int | None = None) -> None:
+    available = resources.available_memory() if available is None else available
+    if available is not None and need > available:
+        raise ConfigError(f"training.batch: a training step needs about {need / 2**30:.3g} GiB "
+                          f"of memory, more than the {available / 2**30:.3g} GiB available; "
+                          f"use a smaller batch (or fewer tokens, heads or layers)")
+
+
+def check_trainable(job, at: str = "") -> None:
+    """The model sweep train differentiates: norm: sphere layers of softmax attention over
+    all tokens, an in-step FFN W_l x (ffn: none starts it at zero) or an MLP whose output
+    matrix alone is trained, a clusters start."""
+    m, init = job.model, job.init
+    need = {"model.layers": (m.layers is None, "a layer model (set model.layers)"),
+            "model.norm": (m.norm != "sphere", "norm: sphere"),
+            "model.attention": (m.attention != "softmax", "attention: softmax"),
+            "model.mask": (m.mask != "dense", "mask: dense"),
+            "model.ffn": (m.ffn == "linear", "the in-step FFN W_l x (ffn none, gaussian or "
+                          "path.npy) or fixed features (ffn: mlp, its W_2 trained)"),
+            "model.alpha": (m.alpha <= 0, "alpha > 0"),
+            "init.kind": (init.kind != "clusters", "init.kind: clusters (the task's mixture)"),
+            "init.jitter": (init.jitter > 0, "init.jitter: 0")}
+    for key, (refused, what) in need.items():
+        if refused:
+            raise ConfigError(f"{key}: sweep train needs {what}{at}")

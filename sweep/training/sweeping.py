@@ -1,0 +1,190 @@
+"""`sweep train`: every point of the grid (training axes x the layer-model jobs) trained and
+observed, in C order, into one dataset.
+
+Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero) and
+is observed at every checkpoint by the layer-model run itself (simulate.simulate_layers,
+the code `sweep run` calls) with the checkpoint's matrices in place of the drawn ones; where
+training changed none, that is the config's own run, so with lr = 0 every checkpoint is the
+untrained `sweep run` of the same config bit for bit. The grid is run here, serially (BLAS
+held to one thread): not through the runner and its parts, so it is not sharded or resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from sweep.core.coords import coordinates
+from sweep.core.layers.transformer import unit
+from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
+from sweep.core.store import provenance
+from sweep.errors import ConfigError, StoreError
+from sweep.kernels.codes import LAYER_SERIES, SERIES
+from sweep.training import backprop, optimise, settings, tasks
+
+COLUMNS = {**SERIES, **LAYER_SERIES}
+EXTRA = {
+    "loss": ("objective on the step's batch before its update: mean_i (1 - <x_i^L, t_i>) "
+             "+ lambda sum_l |W_l|^2", "1"),
+    "eval_loss": ("task loss mean_i (1 - <x_i^L, t_i>) of the observed run's output", "1"),
+    "ffn_weight": ("trained FFN matrix W_l of block l (v_i += W_l x_i, or the output matrix "
+                   "W_2 of ffn: mlp)", "1"),
+    "status": ("worst job status over the checkpoints (0 ok, 1 non-finite)", "1"),
+}
+NOT_SWEPT = ("layers", "d")  # they change the shape of the trained parameters
+
+
+def fixed_parts(blocks) -> list[backprop.Fixed]:
+    """Each block's attention and, with ffn: mlp, its features W1 (fixed in training)."""
+    return [backprop.Fixed(b.betas, b.qk, b.v, None if b.ffn is None else b.ffn.w)
+            for b in blocks]
+
+
+def initial_ffn(blocks, d: int) -> np.ndarray:
+    """[L, d, d] each block's in-step FFN matrix (zero where it has none), or [L, d, m] its
+    MLP's output matrices W2 (ffn: mlp)."""
+    if blocks[0].ffn is not None:
+        return np.stack([b.ffn.w2 for b in blocks])
+    return np.stack([np.zeros((d, d)) if b.step_ffn is None else b.step_ffn for b in blocks])
+
+
+def with_ffn(blocks, ws: np.ndarray, w0: np.ndarray) -> tuple | None:
+    """The blocks with trained matrices, a matrix left unchanged keeping its block as drawn;
+    None if training changed none (the run is then the config's own, whatever kernel it
+    takes)."""
+    if np.array_equal(ws, w0):
+        return None
+    return tuple(b if np.array_equal(w, w_0) else _trained(b, np.ascontiguousarray(w))
+                 for b, w, w_0 in zip(blocks, ws, w0))
+
+
+def _trained(b, w: np.ndarray):
+    return replace(b, step_ffn=w) if b.ffn is None else replace(b, ffn=replace(b.ffn, w2=w))
+
+
+def train_point(job, training) -> dict:
+    """One point: its arrays (obs [C, L + 1, columns], loss [steps], ffn_weight [C, L, d, d],
+    eval_loss [C], status)."""
+    blocks = layer_blocks(job)
+    w0 = initial_ffn(blocks, job.model.d)
+    ws, loss = optimise.train(job, training, fixed_parts(blocks), w0)
+    start = initial_state(job)
+    t = tasks.targets(training.task, start, tasks.centres(job))
+    obs, evals, status = [], [], 0
+    for w in ws:
+        result = simulate_layers(job, "final", blocks=with_ffn(blocks, w, w0))
+        obs.append(result.observables)
+        evals.append(tasks.task_loss(unit(result.positions), t))
+        status = max(status, result.status)
+    return {"obs": np.stack(obs), "loss": loss, "ffn_weight": ws,
+            "eval_loss": np.array(evals), "status": status}
+
+
+def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None = None,
+        shard: tuple[int, int] | None = None) -> xr.Dataset | None:
+    """Every point trained and observed: the dataset (docs/training.md). With `parts`, points
+    found there are read, not trained, and new ones are kept there; with `shard` (I, K),
+    only points I, I + K, ... are trained and nothing is assembled (None)."""
+    jobs = settings.jobs(tc)
+    for axis in jobs.axes:
+        if axis.name in NOT_SWEPT:
+            raise ConfigError(f"grid.{axis.name}: sweep train does not sweep "
+                                       f"{axis.name} (one shape of trained parameters)")
+    grid = [(job, training) for _, training in tc.points() for job in jobs]
+    mine = range(len(grid)) if shard is None else range(shard[0], len(grid), shard[1])
+    with threadpool_limits(1, user_api="blas"):
+        points = [_kept(parts, *grid[i]) for i in mine]
+    return None if shard is not None else dataset(tc, jobs, points, command)
+
+
+def point_id(job, training) -> str:
+    """The part file's name: the job's id (model, init, integrate, inputs' digests) and every
+    training setting of the point."""
+    text = json.dumps([job.id, training.to_dict()], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _kept(parts: Path | None, job, training) -> dict:
+    """The point's arrays from its part file if that holds them whole, else trained (and kept,
+    written to a temporary file and renamed, so a part is never half there)."""
+    if parts is None:
+        return train_point(job, training)
+    path = parts / f"{point_id(job, training)}.npz"
+    found = _read(path, _shapes(job, training))
+    if found is not None:
+        return found
+    point = train_point(job, training)
+    try:
+        parts.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=parts, prefix=f".{path.stem}.", suffix=".tmp")
+        with os.fdopen(handle, "wb") as f:
+            np.savez(f, **point)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise StoreError(f"{parts}: cannot keep a finished point there "
+                         f"({err.strerror or err})") from None
+    return point
+
+
+def _shapes(job, training) -> dict:
+    c = len(optimise.checkpoint_steps(training.steps, training.checkpoints))
+    layers = job.model.layers
+    return {"obs": (c, layers + 1, len(COLUMNS)), "loss": (training.steps,),
+            "ffn_weight": (c, layers), "eval_loss": (c,), "status": ()}
+
+
+def _read(path: Path, shapes: dict) -> dict | None:
+    """A part's arrays if it is a readable file with every array at its shape (ffn_weight:
+    its leading two); None (train again) for a missing or damaged one."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            found = {key: z[key] for key in shapes}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
+    if any(found[k].shape[:len(s)] != s or (k != "ffn_weight" and found[k].ndim != len(s))
+           for k, s in shapes.items()):
+        return None
+    found["status"] = int(found["status"])
+    return found
+
+
+def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
+    grid = list(tc.axes) + list(jobs.axes)
+    dims = [a.name for a in grid]
+    shape = tuple(len(a) for a in grid)
+
+    def stacked(key):
+        return np.stack([p[key] for p in points]).reshape(shape + np.shape(points[0][key]))
+
+    obs = stacked("obs")
+    base = tc.config.model
+    steps = optimise.checkpoint_steps(tc.training.steps, tc.training.checkpoints)
+    data = {name: (dims + ["checkpoint", "layer"], obs[..., k], _attrs(meta))
+            for k, (name, meta) in enumerate(COLUMNS.items())}
+    data["loss"] = (dims + ["step"], stacked("loss"), _attrs(EXTRA["loss"]))
+    data["eval_loss"] = (dims + ["checkpoint"], stacked("eval_loss"), _attrs(EXTRA["eval_loss"]))
+    data["ffn_weight"] = (dims + ["checkpoint", "block", "row", "column"], stacked("ffn_weight"),
+                          _attrs(EXTRA["ffn_weight"]))
+    data["status"] = (dims, stacked("status").astype(np.int8), _attrs(EXTRA["status"]))
+    coords = coordinates(grid, ("layer", np.arange(base.layers + 1)))
+    coords.update(checkpoint=("checkpoint", steps, _attrs(("training steps taken", "1"))),
+                  step=("step", np.arange(tc.training.steps), _attrs(("training step", "1"))),
+                  block=("block", np.arange(1, base.layers + 1), _attrs(("block l", "1"))))
+    attrs = provenance(tc.config, command)
+    attrs.update(title=f"sweep training: {tc.config.name}", sweep_training=tc.to_yaml())
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    order = [n for n in tc.order if n in dims] + [n for n in dims if n not in tc.order]
+    return ds.transpose(*order, ...)
+
+
+def _attrs(meta: tuple[str, str]) -> dict:
+    return {"long_name": meta[0], "units": meta[1]}
