@@ -159,8 +159,9 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
     keep_current: when nothing was left to run and the results file is this config's and
     newer than every part, leave it as it is (outcome.dataset is then None)."""
     from sweep.core import runner
+    from sweep.core.netcdf import write_dataset
     from sweep.core.outputs import check_replaceable
-    from sweep.core.store import merge, write_dataset
+    from sweep.core.store import merge
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
 
@@ -232,9 +233,9 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
     allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder holds
     another config's parts in place of this one's; ConfigError if the file at `out` holds
     another config's results, unless force (core.outputs.check_replaceable)."""
+    from sweep.core.netcdf import write_dataset
     from sweep.core.outputs import check_replaceable
     from sweep.core.store import merge as assemble
-    from sweep.core.store import write_dataset
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
 
@@ -367,7 +368,7 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
                           "to another file")
     th = locate(_dataset(ds), var, along, level, time, bootstrap, seed, direction)
     if out is not None:
-        from sweep.core.store import write_dataset
+        from sweep.core.netcdf import write_dataset
 
         write_dataset(th, out)
     return th
@@ -382,7 +383,7 @@ def monotone(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
 
     result = falls(_dataset(ds), var, along)
     if out is not None:
-        from sweep.core.store import write_dataset
+        from sweep.core.netcdf import write_dataset
 
         write_dataset(result, out)
     return result
@@ -428,7 +429,7 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     layer 0 for the text there, the start of a layer model that is the model. Docs:
     docs/trained.md, docs/layers.md."""
     from sweep.core.files import read_bytes
-    from sweep.core.store import write_dataset
+    from sweep.core.netcdf import write_dataset
     from sweep.trained import bert
     from sweep.trained import probe as probing
 
@@ -488,7 +489,8 @@ def train(source: str | Path | dict, out: str | Path | None = None,
     kept in OUT/<name>.parts/ and skipped when run again; a shard ('I/K', or from the
     environment as for `run`) trains its points only and returns None. Docs:
     docs/training.md."""
-    from sweep.core.store import beside, write_dataset
+    from sweep.core.netcdf import write_dataset
+    from sweep.core.store import beside
     from sweep.training import settings, sweeping
 
     if isinstance(source, dict):

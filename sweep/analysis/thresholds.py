@@ -29,7 +29,7 @@ from sweep.analysis.results import (
     variable,
 )
 from sweep.core.config import ConfigError
-from sweep.core.store import environment
+from sweep.core.netcdf import environment
 
 DIRECTIONS = ("any", "up", "down")
 _BLOCK = 4_000_000  # bootstrap values held at once (32 MB of float64)

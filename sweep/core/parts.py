@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import numpy as np
 
 from sweep.core.config import clip, digest
 from sweep.core.files import open_regular, read_npz
-from sweep.core.locks import owner_tag
+from sweep.core.locks import HOST, owner_tag, pid_alive
 from sweep.errors import StoreError
 from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE, STATUS_OK
 
@@ -270,3 +271,26 @@ def load_index(path: Path) -> dict[str, Header]:
         out[name] = Header(tuple(ids[a:b].tolist()), status[a:b], errors.get(name, {}),
                            int(sizes[k]), int(mtimes[k]))
     return out
+
+
+TMP_STALE_AFTER = 3600.0  # seconds without a write before another run removes a temp file
+
+
+def remove_abandoned(directory: Path, pattern: str = ".*.tmp") -> list[Path]:
+    """Delete temp files left by killed writers: a dead pid on this host, or long untouched.
+
+    Temp names end in `.<host>.<pid>.<thread>.tmp` (see locks.owner_tag); hosts may contain dots.
+    """
+    removed = []
+    now = time.time()
+    for tmp in directory.glob(pattern):
+        fields = tmp.name.split(".")
+        try:
+            mine = ".".join(fields[:-3]).endswith(f".{HOST}")
+            dead = mine and not pid_alive(int(fields[-3]))
+            if dead or now - tmp.stat().st_mtime > TMP_STALE_AFTER:
+                tmp.unlink()
+                removed.append(tmp)
+        except (OSError, ValueError):
+            continue
+    return removed

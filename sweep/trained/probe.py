@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from sweep.core.config import ConfigError
-from sweep.core.store import StoreError, environment
+from sweep.core.netcdf import environment
+from sweep.errors import StoreError
 from sweep.kernels.codes import N_GROUPS, N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics

@@ -25,8 +25,8 @@ from threadpoolctl import threadpool_limits
 
 from sweep.core.coords import coordinates
 from sweep.core.layers.transformer import unit
+from sweep.core.netcdf import provenance
 from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
-from sweep.core.store import provenance
 from sweep.errors import ConfigError, StoreError
 from sweep.kernels.codes import LAYER_SERIES, SERIES
 from sweep.training import backprop, optimise, settings, tasks

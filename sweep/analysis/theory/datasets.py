@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from sweep.core.config import ConfigError
-from sweep.core.store import environment
+from sweep.core.netcdf import environment
 
 
 def var(dims, values, long_name: str, units: str = "1") -> tuple:
