@@ -29,6 +29,7 @@ from sweep.core.config import Config
 from sweep.core.grid import Axis, Job, axes, expand
 from sweep.core.grid import shard as _shard_jobs
 from sweep.core.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
+from sweep.core.yamltext import apply_overrides
 from sweep.errors import ConfigError, Interrupted, SweepWarning
 from sweep.kernels import cache
 from sweep.scheduling import shards as _shards
@@ -48,7 +49,7 @@ def load(source: str | Path | dict, set: list[str] | tuple[str, ...] = ()) -> Co
     ("model.beta=2.5", YAML-typed). ConfigError names the offending key or file. A mapping's
     relative input paths resolve against the working directory, a file's against the file."""
     if isinstance(source, dict):
-        raw = _config.apply_overrides(copy.deepcopy(source), list(set))
+        raw = apply_overrides(copy.deepcopy(source), list(set))
         return _config.from_dict(raw, overrides=tuple(set))
     return _config.load(source, list(set))
 
@@ -494,7 +495,7 @@ def train(source: str | Path | dict, out: str | Path | None = None,
     from sweep.training import settings, sweeping
 
     if isinstance(source, dict):
-        raw = _config.apply_overrides(copy.deepcopy(source), list(set))
+        raw = apply_overrides(copy.deepcopy(source), list(set))
         tc = settings.from_raw(raw, None, tuple(set))
     else:
         tc = settings.load(source, list(set))

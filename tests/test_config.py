@@ -7,7 +7,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.core import config
+from sweep.core import config, yamltext
 from sweep.core.grid import axes, expand
 
 GOOD = {
@@ -154,7 +154,7 @@ def test_a_default_written_out_or_a_key_used_somewhere_is_fine(tmp_path):
 @pytest.mark.parametrize("text,value", [("1e-3", 1e-3), ("1E5", 1e5), ("-2e-1", -0.2),
                                         ("5e+2", 500.0), (".5e1", 5.0), ("2", 2), ("2.5", 2.5)])
 def test_numbers_as_physicists_write_them(tmp_path, text, value):
-    assert config.parse_yaml(text) == value and type(config.parse_yaml(text)) is type(value)
+    assert yamltext.parse_yaml(text) == value and type(yamltext.parse_yaml(text)) is type(value)
     path = write(tmp_path, f"name: t\ngrid:\n  jitter: [{text.lstrip('-')}]\n")
     assert config.load(path).grid["jitter"] == [abs(value)]
     cfg = config.load(path, [f"model.noise={text.lstrip('-')}", "integrate.cluster_eps=1e-2"])

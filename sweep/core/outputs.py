@@ -14,8 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from sweep.core.config import Config, ConfigError, clip, from_dict, parse_yaml
+from sweep.core.config import Config, ConfigError, clip, from_dict
 from sweep.core.grid import expand
+from sweep.core.yamltext import parse_yaml
 
 
 def check_replaceable(path: str | Path, config: Config, jobs, force: bool = False) -> None:
