@@ -6,6 +6,7 @@ determinism and common random numbers, the dataset, and bad input in one line.""
 from __future__ import annotations
 
 import copy
+import os
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,9 @@ def test_shards_and_resumes_give_the_bits_of_one_run(tmp_path):
     assert len(parts) == 6 and not (tmp_path / "split" / "tiny.nc").exists()
     parts[0].write_bytes(b"not a part")  # damaged: trained again
     parts[1].unlink()                    # missing: trained again
-    kept = {p: p.stat().st_mtime_ns for p in parts[2:]}
+    parts[2].unlink()
+    os.mkfifo(parts[2])                  # not a regular file: never opened for reading
+    kept = {p: p.stat().st_mtime_ns for p in parts[3:]}
     assert invoke("train", path, "-o", tmp_path / "split").exit_code == 0
     assert all(p.stat().st_mtime_ns == t for p, t in kept.items())  # read, not rewritten
     merged = load(tmp_path / "split" / "tiny.nc")

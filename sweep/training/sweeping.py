@@ -24,6 +24,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from sweep.core.coords import coordinates
+from sweep.core.files import read_npz
 from sweep.core.layers.transformer import unit
 from sweep.core.netcdf import provenance
 from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
@@ -119,7 +120,7 @@ def _kept(parts: Path | None, job, training) -> dict:
     if parts is None:
         return train_point(job, training)
     path = parts / f"{point_id(job, training)}.npz"
-    found = _read(path, _shapes(job, training))
+    found = _read(path, _members(job, training))
     if found is not None:
         return found
     point = train_point(job, training)
@@ -135,23 +136,24 @@ def _kept(parts: Path | None, job, training) -> dict:
     return point
 
 
-def _shapes(job, training) -> dict:
+def _members(job, training) -> dict:
+    """What a point's part holds: {name: (dtype kinds, [shape])}; None: any length (the FFN
+    matrices' own sizes)."""
     c = len(optimise.checkpoint_steps(training.steps, training.checkpoints))
     layers = job.model.layers
-    return {"obs": (c, layers + 1, len(COLUMNS)), "loss": (training.steps,),
-            "ffn_weight": (c, layers), "eval_loss": (c,), "status": ()}
+    return {"obs": ("f", [(c, layers + 1, len(COLUMNS))]), "loss": ("f", [(training.steps,)]),
+            "ffn_weight": ("f", [(c, layers, None, None)]), "eval_loss": ("f", [(c,)]),
+            "status": ("iu", [()])}
 
 
-def _read(path: Path, shapes: dict) -> dict | None:
-    """A part's arrays if it is a readable file with every array at its shape (ffn_weight:
-    its leading two); None (train again) for a missing or damaged one."""
+def _read(path: Path, members: dict) -> dict | None:
+    """A part's arrays if it is a regular file holding every array at its shape (headers
+    checked before any data is read); None (train again) for a missing or damaged one."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            found = {key: z[key] for key in shapes}
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        found = read_npz(path, members)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):
         return None
-    if any(found[k].shape[:len(s)] != s or (k != "ffn_weight" and found[k].ndim != len(s))
-           for k, s in shapes.items()):
+    if set(found) != set(members):
         return None
     found["status"] = int(found["status"])
     return found
