@@ -27,6 +27,7 @@ from sweep.core.coords import coordinates
 from sweep.core.files import read_npz
 from sweep.core.layers.transformer import unit
 from sweep.core.netcdf import provenance
+from sweep.core.parts import discard
 from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
 from sweep.errors import ConfigError, StoreError
 from sweep.kernels.codes import LAYER_SERIES, SERIES
@@ -124,6 +125,7 @@ def _kept(parts: Path | None, job, training) -> dict:
     if found is not None:
         return found
     point = train_point(job, training)
+    tmp = None
     try:
         parts.mkdir(parents=True, exist_ok=True)
         handle, tmp = tempfile.mkstemp(dir=parts, prefix=f".{path.stem}.", suffix=".tmp")
@@ -131,6 +133,8 @@ def _kept(parts: Path | None, job, training) -> dict:
             np.savez(f, **point)
         os.replace(tmp, path)
     except OSError as err:
+        if tmp is not None:
+            discard(Path(tmp))
         raise StoreError(f"{parts}: cannot keep a finished point there "
                          f"({err.strerror or err})") from None
     return point
