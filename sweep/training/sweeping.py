@@ -11,10 +11,6 @@ held to one thread): not through the runner and its parts, so it is not sharded 
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import tempfile
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -23,13 +19,14 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
+from sweep.core.config import stable_hash
 from sweep.core.coords import coordinates
 from sweep.core.files import read_npz
 from sweep.core.layers.transformer import unit
 from sweep.core.netcdf import provenance
-from sweep.core.parts import discard
+from sweep.core.parts import write_part
 from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
-from sweep.errors import ConfigError, StoreError
+from sweep.errors import ConfigError
 from sweep.kernels.codes import LAYER_SERIES, SERIES
 from sweep.training import backprop, optimise, settings, tasks
 
@@ -111,13 +108,12 @@ def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None
 def point_id(job, training) -> str:
     """The part file's name: the job's id (model, init, integrate, inputs' digests) and every
     training setting of the point."""
-    text = json.dumps([job.id, training.to_dict()], sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return stable_hash([job.id, training.to_dict()])
 
 
 def _kept(parts: Path | None, job, training) -> dict:
-    """The point's arrays from its part file if that holds them whole, else trained (and kept,
-    written to a temporary file and renamed, so a part is never half there)."""
+    """The point's arrays from its part file if that holds them whole, else trained and kept
+    (written as every part is: whole or not at all)."""
     if parts is None:
         return train_point(job, training)
     path = parts / f"{point_id(job, training)}.npz"
@@ -125,18 +121,7 @@ def _kept(parts: Path | None, job, training) -> dict:
     if found is not None:
         return found
     point = train_point(job, training)
-    tmp = None
-    try:
-        parts.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=parts, prefix=f".{path.stem}.", suffix=".tmp")
-        with os.fdopen(handle, "wb") as f:
-            np.savez(f, **point)
-        os.replace(tmp, path)
-    except OSError as err:
-        if tmp is not None:
-            discard(Path(tmp))
-        raise StoreError(f"{parts}: cannot keep a finished point there "
-                         f"({err.strerror or err})") from None
+    write_part(parts, [path.stem], point, {})
     return point
 
 
