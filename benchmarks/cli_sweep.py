@@ -24,6 +24,7 @@ import xarray as xr
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+GNU_TIME = "/usr/bin/time"  # GNU time (Debian/Ubuntu package `time`), for peak memory
 
 # 256 small jobs shaped like a real phase diagram: 16 betas x 16 seeds, 600 Euler steps each
 SWEEP = {
@@ -38,6 +39,23 @@ LONG = {**SWEEP, "model": {**SWEEP["model"], "n": 128},
         "integrate": {**SWEEP["integrate"], "t_max": 150.0, "save_every": 1.5}}
 TINY = ["--set", "integrate.t_max=0.5", "--set", "grid.seed=[0]", "--set", "grid.d=[3]",
         "--set", "grid.beta=[1.0]"]
+
+
+def process(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> dict:
+    """Wall seconds, peak resident memory (MiB) and CPU seconds (user + system) of one
+    process. The peak is GNU time's (%M): a child forked from this process would count this
+    process's own memory (Linux carries the pre-exec image's high-water mark into ru_maxrss)."""
+    with tempfile.NamedTemporaryFile("r") as usage:
+        t = time.perf_counter()
+        done = subprocess.run([GNU_TIME, "-f", "%M %U %S", "-o", usage.name, *argv], cwd=cwd,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.perf_counter() - t
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(argv)} exited with {done.returncode}:\n"
+                               f"{done.stderr[-2000:]}")
+        peak, user, system = usage.read().split()[-3:]
+    return {"wall_s": wall, "peak_mib": int(peak) / 1024, "cpu_s": float(user) + float(system)}
 
 
 def _sweep_run(args: list[str], env: dict | None = None) -> tuple[float, float]:

@@ -22,6 +22,7 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         ("ratio NumPy / `sweep run`", ">= 15", f"{ref['speedup_vs_numpy']:.1f}"),
         ("peak memory of that run", "<= 300 MB", f"{ref['peak_mib']:.0f} MiB"),
         ("its results file", "<= 111 MB", f"{ref['output_mb']:.1f} MB"),
+        *code_rows(r),
         (f"{small['jobs']} jobs of {tuple(small['shape'])} x {small['steps']} steps, one "
          "worker: time per job in the kernels", "", f"{small['kernel_ms_per_job']:.2f} ms"),
         ("time per job outside them, beyond the fixed cost of a run", "<= 10%",
@@ -38,6 +39,31 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         ("`sweep merge`", "<= 20 s", f"{tiny['merge']['wall_s']:.1f} s"),
         (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
         ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
+    ]
+
+
+def code_rows(r: dict) -> list[tuple[str, str, str]]:
+    """The reference code (benchmarks/reference_code.py) on the same workload, in the same
+    run; a JSON without it, or a run without SWEEP_REFERENCE_CODE, says it was not measured."""
+    code, ref = r.get("reference_code", {"measured": False}), r["reference"]
+    if not code["measured"]:
+        return [("the reference code (arXiv 2312.10794, PyTorch) on the same workload", "",
+                 "not measured in this run (SWEEP_REFERENCE_CODE not set)")]
+    agree, same = code["agreement"], code["same_starts"]
+    return [
+        ("the reference code (arXiv 2312.10794, PyTorch CPU) on the same workload, one core: "
+         "wall", "", f"{code['wall_s']:.1f} s"),
+        ("ratio reference code / `sweep run`", ">= 10", f"{code['sweep_speedup']:.1f}"),
+        ("its peak memory", "", f"{code['peak_mib']:.0f} MiB "
+         f"(`sweep run`: {ref['peak_mib'] / code['peak_mib']:.2f}x that)"),
+        (f"its probability of clustering against `sweep run`'s, {agree['cells']} (beta, t) "
+         "cells from other starts: mean and largest difference (sweep against itself on "
+         "seeds 128-255)", "", f"{agree['mean_abs_diff']:.4f}, {agree['max_abs_diff']:.3f} "
+         f"({agree['null_mean_abs_diff']:.4f}, {agree['null_max_abs_diff']:.3f})"),
+        (f"the same from sweep's starts ({same['betas'][2]} betas x 128 seeds): cells whose "
+         "counts of clustered pairs differ", "", f"{same['cells_differing']} of "
+         f"{same['cells']} (the largest by {same['max_pairs_differing']} of "
+         f"{same['pairs_per_cell']} pairs)"),
     ]
 
 
