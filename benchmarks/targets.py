@@ -72,8 +72,26 @@ def reference(tmp: Path, betas: int) -> dict:
             "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
     run = command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out", str(out))
     numpy_s = numpy_phase(np.linspace(0.1, 9.0, betas))
+    exps = betas * SEEDS * STEPS * N * N  # one weight per ordered pair per step
+    rate = exp_rate()
     return {"jobs": betas * SEEDS, **run, "output_mb": out.stat().st_size / 1e6,
-            "numpy_s": numpy_s, "speedup_vs_numpy": numpy_s / run["wall_s"]}
+            "numpy_s": numpy_s, "speedup_vs_numpy": numpy_s / run["wall_s"],
+            "exps": exps, "exp_per_s": rate, "exp_ceiling_share": exps / rate / run["wall_s"]}
+
+
+def exp_rate(repeats: int = 5) -> float:
+    """Exponentials per second of the kernels' exp on one core, over a buffer the size of
+    the reference's weight matrix (n^2), best of `repeats` compiled calls."""
+    from run import exp_passes  # imports the kernels: only once the sweep has run
+
+    a, passes = np.random.default_rng(0).uniform(-9.0, 0.0, N * N), 20_000
+    exp_passes(a, 1)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        exp_passes(a, passes)
+        best = min(best, time.perf_counter() - t)
+    return passes * a.size / best
 
 
 def tiny(tmp: Path, seeds: int) -> dict:

@@ -20,6 +20,7 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
          "", f"{ref['wall_s']:.1f} s"),
         ("the same workload in batched NumPy, same run", "", f"{ref['numpy_s']:.1f} s"),
         ("ratio NumPy / `sweep run`", ">= 15", f"{ref['speedup_vs_numpy']:.1f}"),
+        *exp_rows(ref),
         ("peak memory of that run", "<= 300 MB", f"{ref['peak_mib']:.0f} MiB"),
         ("its results file", "<= 111 MB", f"{ref['output_mb']:.1f} MB"),
         *code_rows(r),
@@ -37,6 +38,16 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
         ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
     ]
+
+
+def exp_rows(ref: dict) -> list[tuple[str, str, str]]:
+    """The share of that wall the workload's exponentials alone would take at the kernels'
+    exp rate on one core, measured in the same run (JSONs before it have none)."""
+    if "exp_per_s" not in ref:
+        return []
+    return [(f"its {ref['exps']:.3g} exponentials at the kernels' exp rate on one core "
+             f"({ref['exp_per_s'] / 1e9:.2f} G/s, same run): share of that wall", "",
+             f"{100 * ref['exp_ceiling_share']:.0f}%")]
 
 
 def code_rows(r: dict) -> list[tuple[str, str, str]]:

@@ -59,3 +59,17 @@ def test_the_reference_code_rows_show_its_run_beside_sweeps():
         f"281 MiB (`sweep run`: {r['reference']['peak_mib'] / 281.4:.2f}x that)",
         "0.0083, 0.101 (0.0080, 0.064)", "2 of 1000 (the largest by 1 of 126976 pairs)"]
     assert rows[at + 1][1] == ">= 10" and "18000 (beta, t) cells" in rows[at + 3][0]
+
+
+def test_the_exp_share_and_the_worker_share_come_from_the_json_when_it_has_them():
+    r = newest()
+    assert not any("exponentials" in m for m, _, _ in targets_table.rows(r)) or \
+        "exp_per_s" in r["reference"]
+    r["reference"].update(exps=3.54e9, exp_per_s=0.8e9,
+                          exp_ceiling_share=3.54e9 / 0.8e9 / r["reference"]["wall_s"])
+    r["small"]["worker_share_outside"] = 0.04
+    rows = {m: (t, v) for m, t, v in targets_table.rows(r)}
+    exp = [v for m, (_, v) in rows.items() if "exponentials" in m]
+    assert exp == [f"{100 * 3.54e9 / 0.8e9 / r['reference']['wall_s']:.0f}%"]
+    worker = [tv for m, tv in rows.items() if m.startswith("share of worker time outside")]
+    assert worker == [("<= 10%", "4%")]
