@@ -1,6 +1,10 @@
 """Results files on disk: netCDF4 written atomically, CF-ready (conventions, history,
 int32 coordinates, no fill values on coordinates) and compressed in chunks along the job
-axes, with the provenance every dataset carries (the config, its hash, the versions)."""
+axes, with the provenance every dataset carries (the config, its hash, the versions).
+
+A dataset in memory is written by xarray (write_dataset); the merged results, which may not
+fit in memory, region by region (BlockWriter) with netCDF4 directly: xarray writes a netCDF
+file only whole (its region writes are zarr's, deferred writes need dask)."""
 
 from __future__ import annotations
 
