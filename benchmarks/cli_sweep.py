@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -23,6 +24,7 @@ import xarray as xr
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+GNU_TIME = "/usr/bin/time"  # GNU time (Debian/Ubuntu package `time`), for peak memory
 
 # 256 small jobs shaped like a real phase diagram: 16 betas x 16 seeds, 600 Euler steps each
 SWEEP = {
@@ -39,13 +41,45 @@ TINY = ["--set", "integrate.t_max=0.5", "--set", "grid.seed=[0]", "--set", "grid
         "--set", "grid.beta=[1.0]"]
 
 
+def process(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> dict:
+    """Wall seconds, peak resident memory (MiB) and CPU seconds (user + system) of one
+    process. The peak is GNU time's (%M): a child forked from this process would count this
+    process's own memory (Linux carries the pre-exec image's high-water mark into ru_maxrss)."""
+    with tempfile.NamedTemporaryFile("r") as usage:
+        t = time.perf_counter()
+        done = subprocess.run([GNU_TIME, "-f", "%M %U %S", "-o", usage.name, *argv], cwd=cwd,
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        wall = time.perf_counter() - t
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(argv)} exited with {done.returncode}:\n"
+                               f"{done.stderr[-2000:]}")
+        peak, user, system = usage.read().split()[-3:]
+    return {"wall_s": wall, "peak_mib": int(peak) / 1024, "cpu_s": float(user) + float(system)}
+
+
 def _sweep_run(args: list[str], env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of a `sweep run` process from start to exit."""
+    wall, cpu, _ = _sweep_run_output(args, env)
+    return wall, cpu
+
+
+def _sweep_run_output(args: list[str], env: dict | None = None) -> tuple[float, float, str]:
+    """_sweep_run's (wall, CPU) and what the run printed on stdout."""
     t, cpu = time.perf_counter(), _child_cpu()
-    subprocess.run([sys.executable, "-m", "sweep", "run", *args], check=True, cwd=ROOT,
-                   env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t, _child_cpu() - cpu
+    done = subprocess.run([sys.executable, "-m", "sweep", "run", *args], check=True, cwd=ROOT,
+                          env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True)
+    return time.perf_counter() - t, _child_cpu() - cpu, done.stdout
+
+
+def worker_share(printed: str) -> float:
+    """The share of worker time spent integrating, as `sweep run` reports it (its summary
+    line: "..., 97% of worker time integrating), ...")."""
+    match = re.search(r"(\d+)% of worker time integrating", printed)
+    if match is None:
+        raise ValueError("sweep run printed no share of worker time")
+    return int(match.group(1)) / 100
 
 
 def _child_cpu() -> float:
@@ -65,7 +99,7 @@ def kernel_share(workers: int, repeats: int = 3, sweep: dict = SWEEP) -> dict:
         fixed = statistics.median(_sweep_run(single + one)[0] for _ in range(repeats))
         runs = sorted(_timed_sweep(cfg, Path(tmp) / f"bench{i}.nc", workers)
                       for i in range(repeats))
-    wall, inside, jobs = runs[len(runs) // 2]
+    wall, inside, jobs, integrating = runs[len(runs) // 2]
     overhead = max(workers * (wall - fixed) - inside, 0.0)
     shape = (sweep["model"]["n"], sweep["model"]["d"])
     steps = round(sweep["integrate"]["t_max"] / sweep["integrate"]["dt"])
@@ -75,14 +109,18 @@ def kernel_share(workers: int, repeats: int = 3, sweep: dict = SWEEP) -> dict:
             "kernel_ms_per_job": 1e3 * inside / jobs,
             "overhead_ms_per_job": 1e3 * overhead / jobs,
             "share_after_fixed": inside / (workers * max(wall - fixed, 1e-9)),
+            "worker_share_outside": 1.0 - integrating,  # as the run measured it itself
             "wall_runs_s": [r[0] for r in runs]}
 
 
-def _timed_sweep(cfg: Path, out: Path, workers: int) -> tuple[float, float, int]:
-    """(wall, summed job wall_seconds, jobs) of one `sweep run` of cfg into a new output."""
-    wall, _ = _sweep_run([str(cfg), "--out", str(out), "--workers", str(workers)])
+def _timed_sweep(cfg: Path, out: Path, workers: int) -> tuple[float, float, int, float]:
+    """(wall, summed job wall_seconds, jobs, the share of worker time integrating it printed)
+    of one `sweep run` of cfg into a new output."""
+    wall, _, printed = _sweep_run_output([str(cfg), "--out", str(out), "--workers",
+                                          str(workers)])
     with xr.open_dataset(out) as ds:
-        return wall, float(ds["wall_seconds"].sum()), int(ds["wall_seconds"].size)
+        return (wall, float(ds["wall_seconds"].sum()), int(ds["wall_seconds"].size),
+                worker_share(printed))
 
 
 def start_up_times() -> dict:

@@ -6,6 +6,9 @@ starts it (warm compile cache), written as JSON to benchmarks/results/targets-*.
              steps dt 0.1 to t 30, clustered fraction at every step) on one worker, against a
              batched NumPy implementation of the same workload timed in the same run: wall,
              peak memory, size of the results file
+  reference_code  the public code of arXiv 2312.10794 on the same workload, pinned to one
+             core, and its statistic against sweep's (benchmarks/reference_code.py; only
+             when SWEEP_REFERENCE_CODE names a checkout of it, else marked not measured)
   small      256 jobs of (32, 3) x 600 Euler steps: share of worker time inside the kernels
   tiny       100,000 jobs of (4, 2) x 2 steps: part files, then a fully skipped rerun,
              `status` and `merge`
@@ -18,7 +21,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,25 +30,17 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_sweep import SWEEP, kernel_share  # noqa: E402
+import reference_code  # noqa: E402
+from cli_sweep import SWEEP, kernel_share, process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
 N, D, SEEDS, DT, STEPS, EPS = 32, 2, 128, 0.1, 300, 1e-3
-GNU_TIME = "/usr/bin/time"  # GNU time (Debian/Ubuntu package `time`), for peak memory
 
 
 def command(*args: str, cwd: Path = ROOT) -> dict:
-    """Wall seconds and peak resident memory (MiB) of one `sweep` process. The peak is GNU
-    time's (%M): a child forked from this process would count this process's own memory
-    (Linux carries the pre-exec image's high-water mark into ru_maxrss)."""
-    with tempfile.NamedTemporaryFile("r") as peak:
-        t = time.perf_counter()
-        subprocess.run([GNU_TIME, "-f", "%M", "-o", peak.name, sys.executable, "-m", "sweep",
-                        *args], cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        wall = time.perf_counter() - t
-        return {"wall_s": wall, "peak_mib": int(peak.read().split()[-1]) / 1024}
+    """Wall seconds, peak resident memory (MiB) and CPU seconds of one `sweep` process."""
+    return process([sys.executable, "-m", "sweep", *args], cwd=cwd)
 
 
 def numpy_phase(betas: np.ndarray) -> float:
@@ -78,8 +72,26 @@ def reference(tmp: Path, betas: int) -> dict:
             "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
     run = command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out", str(out))
     numpy_s = numpy_phase(np.linspace(0.1, 9.0, betas))
+    exps = betas * SEEDS * STEPS * N * N  # one weight per ordered pair per step
+    rate = exp_rate()
     return {"jobs": betas * SEEDS, **run, "output_mb": out.stat().st_size / 1e6,
-            "numpy_s": numpy_s, "speedup_vs_numpy": numpy_s / run["wall_s"]}
+            "numpy_s": numpy_s, "speedup_vs_numpy": numpy_s / run["wall_s"],
+            "exps": exps, "exp_per_s": rate, "exp_ceiling_share": exps / rate / run["wall_s"]}
+
+
+def exp_rate(repeats: int = 5) -> float:
+    """Exponentials per second of the kernels' exp on one core, over a buffer the size of
+    the reference's weight matrix (n^2), best of `repeats` compiled calls."""
+    from run import exp_passes  # imports the kernels: only once the sweep has run
+
+    a, passes = np.random.default_rng(0).uniform(-9.0, 0.0, N * N), 20_000
+    exp_passes(a, 1)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        exp_passes(a, passes)
+        best = min(best, time.perf_counter() - t)
+    return passes * a.size / best
 
 
 def tiny(tmp: Path, seeds: int) -> dict:
@@ -111,9 +123,11 @@ def main(quick: bool = False) -> Path:
         tmp = Path(tmp)
         result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat("T", "seconds"),
                   "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
-                  "reference": reference(tmp, 90 // scale), "plan": plan(tmp, 1000 // scale),
-                  "tiny": tiny(tmp, 1000 // scale), "small": kernel_share(1, sweep=SWEEP),
-                  "quick": quick}
+                  "reference": reference(tmp, 90 // scale)}
+        result["reference_code"] = reference_code.entry(tmp, 90 // scale, result["reference"],
+                                                        tmp / "phase.nc")
+        result |= {"plan": plan(tmp, 1000 // scale), "tiny": tiny(tmp, 1000 // scale),
+                   "small": kernel_share(1, sweep=SWEEP), "quick": quick}
     result["load_after"] = os.getloadavg()[0]
     stamp = result["when"].replace(":", "").replace("-", "").split("+")[0]
     path = Path(__file__).parent / "results" / f"targets-{stamp}.json"

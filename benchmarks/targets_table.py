@@ -20,14 +20,13 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
          "", f"{ref['wall_s']:.1f} s"),
         ("the same workload in batched NumPy, same run", "", f"{ref['numpy_s']:.1f} s"),
         ("ratio NumPy / `sweep run`", ">= 15", f"{ref['speedup_vs_numpy']:.1f}"),
+        *exp_rows(ref),
         ("peak memory of that run", "<= 300 MB", f"{ref['peak_mib']:.0f} MiB"),
         ("its results file", "<= 111 MB", f"{ref['output_mb']:.1f} MB"),
+        *code_rows(r),
         (f"{small['jobs']} jobs of {tuple(small['shape'])} x {small['steps']} steps, one "
          "worker: time per job in the kernels", "", f"{small['kernel_ms_per_job']:.2f} ms"),
-        ("time per job outside them, beyond the fixed cost of a run", "<= 10%",
-         f"{small['overhead_ms_per_job']:.2f} ms ({100 * outside(small):.0f}%)"
-         if small["overhead_ms_per_job"] > 0 else
-         "not resolved: within the noise of the fixed cost"),
+        *outside_rows(small),
         ("the fixed cost of a run (start-up, warm-up, merge, exit: the config cut to one job)",
          "", f"{small['fixed_s']:.2f} s"),
         (f"{tiny['jobs']} tiny jobs (n 4, d 2, 2 steps): part files", "<= 2,000",
@@ -39,6 +38,56 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
         ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
     ]
+
+
+def exp_rows(ref: dict) -> list[tuple[str, str, str]]:
+    """The share of that wall the workload's exponentials alone would take at the kernels'
+    exp rate on one core, measured in the same run (JSONs before it have none)."""
+    if "exp_per_s" not in ref:
+        return []
+    return [(f"its {ref['exps']:.3g} exponentials at the kernels' exp rate on one core "
+             f"({ref['exp_per_s'] / 1e9:.2f} G/s, same run): share of that wall", "",
+             f"{100 * ref['exp_ceiling_share']:.0f}%")]
+
+
+def code_rows(r: dict) -> list[tuple[str, str, str]]:
+    """The reference code (benchmarks/reference_code.py) on the same workload, in the same
+    run; a JSON without it, or a run without SWEEP_REFERENCE_CODE, says it was not measured."""
+    code, ref = r.get("reference_code", {"measured": False}), r["reference"]
+    if not code["measured"]:
+        return [("the reference code (arXiv 2312.10794, PyTorch) on the same workload", "",
+                 "not measured in this run (SWEEP_REFERENCE_CODE not set)")]
+    agree, same = code["agreement"], code["same_starts"]
+    return [
+        ("the reference code (arXiv 2312.10794, PyTorch CPU) on the same workload, one core: "
+         "wall", "", f"{code['wall_s']:.1f} s"),
+        ("ratio reference code / `sweep run`", ">= 10", f"{code['sweep_speedup']:.1f}"),
+        ("its peak memory", "", f"{code['peak_mib']:.0f} MiB "
+         f"(`sweep run`: {ref['peak_mib'] / code['peak_mib']:.2f}x that)"),
+        (f"its probability of clustering against `sweep run`'s, {agree['cells']} (beta, t) "
+         "cells from other starts: mean and largest difference (sweep against itself on "
+         "seeds 128-255)", "", f"{agree['mean_abs_diff']:.4f}, {agree['max_abs_diff']:.3f} "
+         f"({agree['null_mean_abs_diff']:.4f}, {agree['null_max_abs_diff']:.3f})"),
+        (f"the same from sweep's starts ({same['betas'][2]} betas x 128 seeds): cells whose "
+         "counts of clustered pairs differ", "", f"{same['cells_differing']} of "
+         f"{same['cells']} (the largest by {same['max_pairs_differing']} of "
+         f"{same['pairs_per_cell']} pairs)"),
+    ]
+
+
+def outside_rows(small: dict) -> list[tuple[str, str, str]]:
+    """Worker time outside the kernels: as the run timed its workers (batching, part files,
+    locks: `sweep run` prints the share), where the JSON has it; and from wall times, the
+    fixed cost of a run (a one-job run) subtracted, which the noise of that cost can hide."""
+    by_wall = ("time per job outside them from wall times, beyond the fixed cost of a run",
+               "" if "worker_share_outside" in small else "<= 10%",
+               f"{small['overhead_ms_per_job']:.2f} ms ({100 * outside(small):.0f}%)"
+               if small["overhead_ms_per_job"] > 0 else
+               "not resolved: within the noise of the fixed cost")
+    if "worker_share_outside" not in small:
+        return [by_wall]
+    return [("share of worker time outside the kernels, as the run timed its workers",
+             "<= 10%", f"{100 * small['worker_share_outside']:.0f}%"), by_wall]
 
 
 def outside(small: dict) -> float:

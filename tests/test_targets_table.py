@@ -23,3 +23,53 @@ def test_an_overhead_lost_in_noise_is_not_shown_as_met():
     r["small"]["overhead_ms_per_job"] = 0.0
     row = [v for m, _, v in targets_table.rows(r) if m.startswith("time per job outside")]
     assert row == ["not resolved: within the noise of the fixed cost"]
+
+
+def newest() -> dict:
+    return json.loads(max((targets_table.ROOT / "benchmarks" / "results")
+                          .glob("targets-*.json")).read_text())
+
+
+def test_a_json_without_the_reference_code_says_it_was_not_measured():
+    absent, unset = newest(), newest()
+    absent.pop("reference_code", None)
+    unset["reference_code"] = {"measured": False, "why": "SWEEP_REFERENCE_CODE not set"}
+    for r in (absent, unset):
+        rows = targets_table.rows(r)
+        shown = [v for m, _, v in rows if m.startswith("the reference code")]
+        assert shown == ["not measured in this run (SWEEP_REFERENCE_CODE not set)"]
+        assert not any("reference code /" in m for m, _, _ in rows)
+
+
+def test_the_reference_code_rows_show_its_run_beside_sweeps():
+    r = newest()
+    r["reference_code"] = {"measured": True, "wall_s": 104.26, "peak_mib": 281.4,
+                           "sweep_speedup": 104.26 / r["reference"]["wall_s"],
+                           "agreement": {"cells": 18000, "mean_abs_diff": 0.00832,
+                                         "max_abs_diff": 0.1009, "null_mean_abs_diff": 0.00797,
+                                         "null_max_abs_diff": 0.0643},
+                           "same_starts": {"betas": [1.0, 9.0, 5], "cells": 1000,
+                                           "pairs_per_cell": 126976, "cells_differing": 2,
+                                           "max_pairs_differing": 1}}
+    rows = targets_table.rows(r)
+    measures = [m for m, _, _ in rows]
+    at = measures.index("its results file") + 1  # right after sweep's own reference rows
+    assert [v for _, _, v in rows[at:at + 5]] == [
+        "104.3 s", f"{104.26 / r['reference']['wall_s']:.1f}",
+        f"281 MiB (`sweep run`: {r['reference']['peak_mib'] / 281.4:.2f}x that)",
+        "0.0083, 0.101 (0.0080, 0.064)", "2 of 1000 (the largest by 1 of 126976 pairs)"]
+    assert rows[at + 1][1] == ">= 10" and "18000 (beta, t) cells" in rows[at + 3][0]
+
+
+def test_the_exp_share_and_the_worker_share_come_from_the_json_when_it_has_them():
+    r = newest()
+    assert not any("exponentials" in m for m, _, _ in targets_table.rows(r)) or \
+        "exp_per_s" in r["reference"]
+    r["reference"].update(exps=3.54e9, exp_per_s=0.8e9,
+                          exp_ceiling_share=3.54e9 / 0.8e9 / r["reference"]["wall_s"])
+    r["small"]["worker_share_outside"] = 0.04
+    rows = {m: (t, v) for m, t, v in targets_table.rows(r)}
+    exp = [v for m, (_, v) in rows.items() if "exponentials" in m]
+    assert exp == [f"{100 * 3.54e9 / 0.8e9 / r['reference']['wall_s']:.0f}%"]
+    worker = [tv for m, tv in rows.items() if m.startswith("share of worker time outside")]
+    assert worker == [("<= 10%", "4%")]

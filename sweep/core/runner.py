@@ -41,6 +41,14 @@ class RunReport:
     seconds: float = 0.0
     elsewhere: int = 0         # finished meanwhile by another run sharing the output
     damaged: list[str] = field(default_factory=list)  # unreadable parts, recomputed
+    busy: list[float] = field(default_factory=list)    # seconds each batch held its worker
+    inside: list[float] = field(default_factory=list)  # ... of which in simulate_batch
+
+    @property
+    def kernel_share(self) -> float | None:
+        """The share of the workers' time spent integrating (drawing starts and the compiled
+        calls), the rest being batching, part files and locks; None if nothing ran."""
+        return sum(self.inside) / sum(self.busy) if sum(self.busy) > 0 else None
 
 
 @dataclass
@@ -132,15 +140,17 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     def one(group: list[Job], kernel: KernelPlan) -> list[str]:
         if stop[0]:
             return ["cancelled"] * len(group)
+        t = time.perf_counter()
         name = part_name([j.id for j in group])
         if not _lock(locks, name, store):
             return ["busy"] * len(group)
         try:
             if not force and store.holds(group):
                 return ["elsewhere"] * len(group)
-            return _compute(group, store, positions, stop, kernel)
+            return _compute(group, store, positions, stop, kernel, report.inside)
         finally:
             locks.release(name)
+            report.busy.append(time.perf_counter() - t)  # list.append: one at a time
 
     width = workers or available_cpus()
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
@@ -220,15 +230,17 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
 
 
 def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
-             kernel: KernelPlan) -> list[str]:
-    """Integrate a batch and write its part; each job's outcome."""
+             kernel: KernelPlan, inside: list[float]) -> list[str]:
+    """Integrate a batch and write its part; each job's outcome. The seconds integrating
+    go to `inside`."""
     t = time.perf_counter()
     try:
         results = simulate_batch(group, positions, stop, kernel=kernel,
                                  columns=store.config.output.columns)
     except Stopped:
         return ["cancelled"] * len(group)
-    share = (time.perf_counter() - t) / len(group)
+    inside.append(time.perf_counter() - t)
+    share = inside[-1] / len(group)
     written = [f"{type(r).__name__}: {r}" if isinstance(r, Exception) else r for r in results]
     store.write_batch(group, written, [share] * len(group))
     return [f"failed: {r}" if isinstance(r, str) else

@@ -33,3 +33,7 @@ jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
 # kernels/timeloop.run, so each path's integrate gets its own copy of the loop as if written
 # there (a separately compiled loop cost the general path ~5% at (16, 3)).
 jit_inline = numba.njit(**OPTIONS, inline="always")
+
+# The same for a fast path's own helpers that run once per save (rows._advance, _record):
+# inlined, their system's arrays are taken out of its tuple once per run, not once per call.
+jit_fast_inline = numba.njit(**FAST_OPTIONS, inline="always")

@@ -13,29 +13,38 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast, jit_fma
+from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma
 from sweep.kernels.codes import LAYER, OK, RK4, SAVE_ALL, STOPPED
-from sweep.kernels.expfast import exp1, exp_inplace
+from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.sphere import axpy, rk4_combine
 from sweep.kernels.timeloop import implement, run
 
+FRESH_GRAM, FRESH_WEIGHTS = 1, 2  # what a save left in System.e for the next step
+
 
 @jit_fast
-def velocity_rows(xt, beta, c, softmax, method, vt, z, e):
+def velocity_rows(xt, beta, c, softmax, method, vt, z, e, fresh):
     """vt = P_x(v) with v_i = sum_j w_ij x_j / z_i for every token (v itself for the layer
-    method); xt, vt: [d, n]; e: [n, n]; z: [2, n] (the 1 / z_i, and scratch).
+    method); xt, vt: [d, n]; e: [n, n]; z: [2, n] (the 1 / z_i, and scratch); fresh: [1]
+    int, what a save of this very state left in e (FRESH_GRAM: its Gram matrix,
+    FRESH_WEIGHTS: its weights), reset to 0 here.
 
     The whole weight matrix at once, not row by row: one exp pass over n^2 numbers instead
     of n passes of n (at n = 32 the loop overheads of short passes cost more than the
     exponentials). Full rows rather than the symmetric half: triangular loops leave scalar
-    remainders that cost more than the exponentials they save. The exponents come straight
-    out of the Gram pass, beta <x_i, x_j> - beta c, with beta folded into x_i.
+    remainders that cost more than the exponentials they save (so did a rectangle of half
+    rows over a doubled copy of the tokens, measured at (32, 3) and (128, 16)). The weights
+    are exp(beta (g_ij - c)) of the plain Gram matrix, the very numbers a save computes, so
+    the step after a save starts from the save's (which does not change its bits).
     """
     n = xt.shape[1]
-    gram(xt, e, beta, beta * c)
-    exp_inplace(e.reshape(n * n))
+    if fresh[0] < FRESH_GRAM:
+        gram(xt, e, 1.0, 0.0)
+    if fresh[0] < FRESH_WEIGHTS:
+        weights_inplace(e.reshape(n * n), beta, c)
+    fresh[0] = 0
     weighted_sums(e, xt, vt, z[0])
     if not softmax:
         z[0] = 1.0 / n
@@ -45,9 +54,19 @@ def velocity_rows(xt, beta, c, softmax, method, vt, z, e):
         project(xt, vt, z[0], z[1])
 
 
-@jit_fast
+@jit_fma
+def weights_inplace(a, beta, c):
+    """a <- exp(beta (a - c)) elementwise: the Gram matrix's entries into weights, in place
+    (one array: the loop vectorises as exp_inplace's does; one array in and another out ran
+    0.1-0.4 us slower at n = 32)."""
+    for j in range(a.shape[0]):
+        a[j] = exp1(beta * (a[j] - c))
+
+
+@jit_fma
 def weights(g, w, beta, c):
-    """w = exp(beta (g - c)) elementwise; g, w: [n, n], distinct arrays."""
+    """w = exp(beta (g - c)) elementwise, as weights_inplace computes it; g, w: [n, n],
+    distinct arrays."""
     src, flat = g.reshape(g.size), w.reshape(w.size)
     for j in range(flat.shape[0]):
         flat[j] = exp1(beta * (src[j] - c))
@@ -199,17 +218,18 @@ def normalize_columns(xt, s):
 
 
 @jit_fast
-def step_rows(xt, beta, c, softmax, method, dt, ws, z, e):
-    """One euler, layer or rk4 step in place, then renormalisation; ws: [5, d, n] scratch."""
+def step_rows(xt, beta, c, softmax, method, dt, ws, z, e, fresh):
+    """One euler, layer or rk4 step in place, then renormalisation; ws: [5, d, n] scratch;
+    e, fresh: velocity_rows' (rk4's later stages compute their own)."""
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity_rows(xt, beta, c, softmax, method, k1, z, e)
+    velocity_rows(xt, beta, c, softmax, method, k1, z, e, fresh)
     if method == RK4:
         axpy(y, xt, 0.5 * dt, k1)
-        velocity_rows(y, beta, c, softmax, method, k2, z, e)
+        velocity_rows(y, beta, c, softmax, method, k2, z, e, fresh)
         axpy(y, xt, 0.5 * dt, k2)
-        velocity_rows(y, beta, c, softmax, method, k3, z, e)
+        velocity_rows(y, beta, c, softmax, method, k3, z, e, fresh)
         axpy(y, xt, dt, k3)
-        velocity_rows(y, beta, c, softmax, method, k4, z, e)
+        velocity_rows(y, beta, c, softmax, method, k4, z, e, fresh)
         rk4_combine(xt, dt, k1, k2, k3, k4)
     else:
         axpy(xt, xt, dt, k1)
@@ -218,7 +238,8 @@ def step_rows(xt, beta, c, softmax, method, dt, ws, z, e):
 
 class System(NamedTuple):
     """One system of the rows path: the parameters, the float64 transposed state xt: [d, n]
-    and the scratch of a step (ws, z, e) and of a save (g, rows, acc, parent, grp)."""
+    and the scratch of a step (ws, z, e) and of a save (g, rows, acc, parent, grp); fresh:
+    what the last save left in e for the next step (velocity_rows)."""
 
     xt: np.ndarray
     beta: float
@@ -236,34 +257,41 @@ class System(NamedTuple):
     parent: np.ndarray
     grp: Groups
     level: int  # SAVE_ALL, or only those of the Gram matrix (SAVE_PAIRS, SAVE_COUNTS)
+    fresh: np.ndarray
 
 
-@jit_fast
+@jit_fast_inline
 def _advance(system, x, tick, steps, stop):
     """Steps of xt; x <- xt rounded to x's dtype (and xt to that, so float32 stays float32)
     after every float32 step, and at the end."""
     r = system
-    xt, ws, z, e, single = r.xt, r.ws, r.z, r.e, x.itemsize == 4
+    xt, ws, z, e, fresh, single = r.xt, r.ws, r.z, r.e, r.fresh, x.itemsize == 4
     for k in range(steps):
         if stop[0] != 0:
             _store(xt, x)
             return k
-        step_rows(xt, r.beta, r.c, r.softmax, r.method, r.dt, ws, z, e)
+        step_rows(xt, r.beta, r.c, r.softmax, r.method, r.dt, ws, z, e, fresh)
         if single:
             _store(xt, x)
     _store(xt, x)
     return steps
 
 
-@jit_fast
+@jit_fast_inline
 def _record(system, x, obs, s):
+    """obs[s] from the Gram matrix of xt: into e, for the next step to turn into its weights,
+    when the save needs no weights; else into g, with the weights into e, for that step to
+    take as they are."""
     r = system
-    gram(r.xt, r.g, 1.0, 0.0)
     if r.level != SAVE_ALL:
-        observe_pairs(x, r.g, r.eps, r.level, obs[s], r.rows, r.acc, r.parent)
+        gram(r.xt, r.e, 1.0, 0.0)
+        observe_pairs(x, r.e, r.eps, r.level, obs[s], r.rows, r.acc, r.parent)
+        r.fresh[0] = FRESH_GRAM
         return
+    gram(r.xt, r.g, 1.0, 0.0)
     weights(r.g, r.e, r.beta, r.c)
     observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
+    r.fresh[0] = FRESH_WEIGHTS
 
 
 implement(System, _advance, _record)
@@ -283,7 +311,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
                     np.empty((5, d, n)), np.empty((2, n)), np.empty((n, n)), np.empty((n, n)),
                     np.empty((n, 6)), np.empty((4, n)), np.empty(n, dtype=np.int64),
-                    groups_scratch(n, d), level)
+                    groups_scratch(n, d), level, np.zeros(1, dtype=np.int64))
     return run(system, x, save_stride, obs, traj, stop)
 
 
