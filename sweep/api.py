@@ -120,22 +120,22 @@ def store(config: Config, out: str | Path | None = None) -> Store:
 
 @dataclass
 class Outcome:
-    """What `execute` did: the runner's report, and the merged results unless a shard."""
+    """What `execute` did: the runner's report, and the merged results file unless a shard."""
 
     report: RunReport
     store: Store
     total: int                      # jobs of the config
     shard: _shards.Shard | None
     todo: int                       # jobs this call was to run (the shard's, or failed ones)
-    dataset: xarray.Dataset | None = None
-    path: Path | None = None        # the results file written
+    path: Path | None = None        # the results file written (or found current)
 
 
 def run(config: Config, out: str | Path | None = None, workers: int | None = None,
         shard: str | tuple[int, int] | None = None, force: bool = False,
         hooks: Hooks | None = None) -> xarray.Dataset | None:
     """Run every job not already complete, then merge and write the results: the files and
-    bits of `sweep run`. Returns the results (None for a shard, which writes parts only).
+    bits of `sweep run`. Returns the results opened from the file written, lazily (variables
+    are read when used; `with` closes the file), None for a shard (which writes parts only).
 
     out: the results file (default output.path); workers: jobs at once (default: this task's
     CPUs); shard: "I/K" or (I, K) to run jobs I, I + K, ... only (default: from SWEEP_SHARD
@@ -146,9 +146,10 @@ def run(config: Config, out: str | Path | None = None, workers: int | None = Non
     from sweep.core.store import JobsFailed
 
     outcome = execute(config, out, workers, shard, force, hooks=hooks)
+    dataset = None if outcome.path is None else open(outcome.path, load=False)
     if outcome.report.failed:
-        raise JobsFailed(outcome.report.failed, outcome.dataset)
-    return outcome.dataset
+        raise JobsFailed(outcome.report.failed, dataset)
+    return dataset
 
 
 def execute(config: Config, out: str | Path | None = None, workers: int | None = None,
@@ -158,11 +159,10 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
     """`run`, reporting instead of raising for failed jobs (what `sweep run` prints).
     only_failed: retry only the jobs whose part records a failure (parts only).
     keep_current: when nothing was left to run and the results file is this config's and
-    newer than every part, leave it as it is (outcome.dataset is then None)."""
+    newer than every part, leave it as it is."""
     from sweep.core import runner
-    from sweep.core.netcdf import write_dataset
+    from sweep.core.merging import merge
     from sweep.core.outputs import check_replaceable
-    from sweep.core.store import merge
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
 
@@ -182,13 +182,11 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
         width = preflight(config, todo, workers or _shards.task_cpus(), merged)
         outcome = Outcome(runner.RunReport(), where, len(jobs), part, len(todo))
         try:
-            outcome.report = runner.run(todo, where, workers=width, force=force, hooks=hooks,
-                                        keep=merged)
+            outcome.report = runner.run(todo, where, workers=width, force=force, hooks=hooks)
             if merged and keep_current and _current(where, outcome.report):
                 outcome.path = where.output
-            elif merged:  # parts this run did not keep in memory are read
-                outcome.dataset = merge(where, jobs, known=outcome.report.parts)
-                outcome.path = write_dataset(outcome.dataset, where.output)
+            elif merged:
+                outcome.path = merge(where, jobs)
         except (Interrupted, KeyboardInterrupt) as stop:
             raise _stopped(stop, received, where) from None
     return outcome
@@ -228,15 +226,15 @@ def _stopped(stop: BaseException, received, where: Store) -> Interrupted:
 
 def merge(config: Config, out: str | Path | None = None, allow_missing: bool = False,
           force: bool = False) -> xarray.Dataset:
-    """Assemble every completed job into one dataset and write it to `out` (default
-    output.path) (`sweep merge`). The parts are always those beside output.path (after
-    `run(out=X)`, load the config with set=["output.path=X"]). MissingJobs unless
-    allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder holds
-    another config's parts in place of this one's; ConfigError if the file at `out` holds
-    another config's results, unless force (core.outputs.check_replaceable)."""
-    from sweep.core.netcdf import write_dataset
+    """Assemble every completed job into one dataset, write it to `out` (default
+    output.path) block by block (`sweep merge`) and return it opened from there, lazily (as
+    `run`). The parts are always those beside output.path (after `run(out=X)`, load the
+    config with set=["output.path=X"]). MissingJobs unless allow_missing (missing jobs are
+    then NaN, status -1); StoreError if the parts folder holds another config's parts in place
+    of this one's; ConfigError if the file at `out` holds another config's results, unless
+    force (core.outputs.check_replaceable)."""
+    from sweep.core.merging import merge as assemble
     from sweep.core.outputs import check_replaceable
-    from sweep.core.store import merge as assemble
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
 
@@ -246,12 +244,11 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
         check_replaceable(target, config, jobs, force)
         preflight(config, jobs, 1, merged=True, warn=False)
         try:
-            ds = assemble(where, jobs, allow_missing=allow_missing)
-            write_dataset(ds, target)
+            assemble(where, jobs, allow_missing=allow_missing, out=target)
         except KeyboardInterrupt:
             raise Interrupted(f"stopped by {received.name}: {target} was not written; "
                               "the parts are untouched", received.signum) from None
-    return ds
+    return open(target, load=False)
 
 
 def compile(config: Config) -> list[str]:

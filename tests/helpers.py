@@ -168,6 +168,13 @@ def load(path):
         return ds.load()
 
 
+def merged(store, jobs=None, **options):
+    """The dataset sweep.core.merging.merge writes for the store (to its output), read."""
+    from sweep.core.merging import merge
+
+    return load(merge(store, jobs, **options))
+
+
 def values(path):
     """A results file without what legitimately differs between runs (times, command)."""
     ds = load(path).drop_vars("wall_seconds")

@@ -16,7 +16,8 @@ from helpers import SMALL, assert_same_results, invoke, per_job
 from sweep.core import runner
 from sweep.core import simulate as sim
 from sweep.core.grid import expand
-from sweep.core.store import JobsFailed, MissingJobs, Store, merge
+from sweep.core.merging import MissingJobs, merge
+from sweep.core.store import JobsFailed, Store
 from sweep.errors import ConfigError, StoreError
 
 ROOT = Path(__file__).parents[1]

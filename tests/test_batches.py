@@ -4,24 +4,24 @@ how the jobs were cut, and resume, status and merge still work job by job."""
 import numpy as np
 import pytest
 
-from helpers import SMALL, invoke
+from helpers import SMALL, invoke, merged
 from sweep.core import config, runner
 from sweep.core.grid import expand, shard
 from sweep.core.parts import INDEX
-from sweep.core.store import Store, merge
+from sweep.core.store import Store
 
 CFG = {**SMALL, "integrate": {**SMALL["integrate"], "method": "layer"},
        "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 4]}}}  # 12 jobs
 
 
-def merged(tmp_path, name, runs):
+def merged_after(tmp_path, name, runs):
     """The dataset after `runs`: (jobs selector, batch size, workers) run in turn."""
     cfg = config.from_dict(CFG)
     jobs, store = expand(cfg), Store(cfg, tmp_path / f"{name}.nc")
     for pick, batch, workers in runs:
         report = runner.run(pick(jobs), store, batch=batch, workers=workers)
         assert not report.failed
-    return merge(store, jobs)
+    return merged(store, jobs)
 
 
 def assert_same_numbers(a, b):
@@ -31,13 +31,13 @@ def assert_same_numbers(a, b):
 
 
 def test_batch_size_workers_shards_and_resume_change_no_bit(tmp_path):
-    one_by_one = merged(tmp_path, "single", [(list, 1, 1)])
+    one_by_one = merged_after(tmp_path, "single", [(list, 1, 1)])
     cases = {"whole": [(list, 12, 1)], "fives": [(list, 5, 2)],
              "shards": [(lambda j: shard(j, 0, 3), 3, 1), (lambda j: shard(j, 1, 3), 2, 2),
                         (lambda j: shard(j, 2, 3), 4, 1)],
              "resumed": [(lambda j: list(j)[:7], 7, 1), (list, 12, 2)]}
     for name, runs in cases.items():
-        assert_same_numbers(merged(tmp_path, name, runs), one_by_one)
+        assert_same_numbers(merged_after(tmp_path, name, runs), one_by_one)
 
 
 def test_batched_parts_resume_and_report_job_by_job(tmp_path):
@@ -47,7 +47,7 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
     report = runner.run(jobs, store, batch=4)
     parts = sorted(store.dir.glob("*.npz"))
     assert report.completed == 12 and len(parts) == 3 and (store.dir / INDEX).is_file()
-    straight = merge(store, jobs)
+    straight = merged(store, jobs)
     store.write_failure(jobs[5], "RuntimeError: node died", 0.1)  # a newer part for job 5
     (store.dir / INDEX).unlink()  # only a cache: the parts are read again
     cfg_path = tmp_path / "c.yaml"
@@ -62,7 +62,7 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
     assert ", 4 damaged" in status.output and "damaged: job 8" in status.output
     fixed = runner.run(jobs, Store(cfg, out), batch=4)
     assert (fixed.skipped, fixed.completed, len(fixed.damaged)) == (8, 4, 1)
-    assert_same_numbers(merge(Store(cfg, out), jobs), straight)
+    assert_same_numbers(merged(Store(cfg, out), jobs), straight)
 
 
 @pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (256, 1, 16)])
@@ -93,7 +93,7 @@ def merged_from(out, raw):
     cfg = config.from_dict(raw)
     store, jobs = Store(cfg, out), expand(cfg)
     assert not runner.run(jobs, store).failed
-    return merge(store, jobs)
+    return merged(store, jobs)
 
 
 @pytest.mark.parametrize("value,word", [(["clustered_fraction", "entropy"], "'entropy'"),

@@ -8,13 +8,13 @@ import pytest
 import xarray as xr
 import yaml
 
-from helpers import assert_same_results, invoke, per_job
+from helpers import assert_same_results, invoke, merged, per_job
 from sweep import __version__
 from sweep.core import config, runner
 from sweep.core import simulate as sim
 from sweep.core.grid import expand
 from sweep.core.simulate import Stopped
-from sweep.core.store import Store, merge
+from sweep.core.store import Store
 from sweep.kernels.codes import SCALARS, SERIES
 
 CFG = {
@@ -196,7 +196,7 @@ def test_merge_reads_only_parts_of_this_grid(cfg_path, tmp_path):
     bigger = config.load(cfg_path, ["grid.beta=[0.0, 1.0, 4.0, 8.0]"])
     result = invoke("run", cfg_path, "--out", out, "--set", "grid.beta=[0.0, 1.0, 4.0, 8.0]")
     assert "12 job(s) already complete" in result.output  # extending a grid reuses results
-    ds = merge(Store(cfg, out))
+    ds = merged(Store(cfg, out))
     assert ds.sizes["beta"] == 3 and bigger.hash != cfg.hash
 
 

@@ -9,6 +9,7 @@ from helpers import run_kernel
 from sweep.cli import app
 from sweep.core import config, resources, stability
 from sweep.core.grid import expand
+from sweep.kernels.codes import OBSERVABLES
 from sweep.scheduling import shards
 
 GiB = 2**30
@@ -36,31 +37,45 @@ def test_need_grows_linearly_in_n_and_with_trajectories():
                           "trajectory", 1)
     saves = 201
     assert traj.per_job >= saves * 1000 * 3 * 8
-    assert traj.merged >= 2 * saves * 1000 * 3 * 8
+    assert traj.merged >= 2 * saves * 1000 * 3 * 8  # a block holds one job at least
 
 
-def test_merged_dataset_counts_every_job():
+def test_the_merge_needs_a_block_not_the_whole_dataset():
     jobs = jobs_of(grid={"beta": {"linspace": [0, 1, 50]}, "seed": {"range": [0, 20]}})
     need = resources.need(jobs, "none", 4)
-    series = 1000 * jobs[0].integrate.n_saves * 8 * 8
-    assert need.merged >= 3 * series and need.workers == 4
-    assert resources.need(jobs, "none", 4, merged=False).merged == 0
+    series = 1000 * jobs[0].integrate.n_saves * len(OBSERVABLES) * 8  # all of them: 6.3 MB
+    assert series <= need.merged - 1000 * resources.JOB_OBJECT_BYTES <= 3 * series  # 1 block
+    assert need.workers == 4 and resources.need(jobs, "none", 4, merged=False).merged == 0
+    many = jobs_of(model={"n": 1000}, integrate={"t_max": 100.0},
+                   grid={"seed": {"range": [0, 2600]}})  # 12.5 GB of trajectories
+    block = resources.need(many, "trajectory", 1).merged - 2600 * resources.JOB_OBJECT_BYTES
+    assert block <= 2 * resources.MERGE_BLOCK_BYTES
 
 
-@pytest.mark.parametrize("raw,key", [
-    ({"model": {"n": 200_000_000}}, "model.n"),
-    ({"model": {"d": 100_000_000, "n": 2}}, "model.d"),
+@pytest.mark.parametrize("raw,key,gib", [
+    ({"model": {"n": 200_000_000}}, "model.n", 2),
+    ({"model": {"d": 100_000_000, "n": 2}}, "model.d", 2),
     ({"model": {"n": 20000}, "integrate": {"t_max": 5000.0},
-      "output": {"positions": "trajectory"}}, "output.positions"),
-    ({"integrate": {"t_max": 20000.0}, "grid": {"seed": {"range": [0, 2000]}}}, "grid"),
+      "output": {"positions": "trajectory"}}, "output.positions", 2),
+    ({"grid": {"seed": {"range": [0, 20_000]}}}, "grid", 1 / 16),  # the jobs themselves
 ])
-def test_plan_refuses_what_cannot_fit_and_names_the_key(tmp_path, monkeypatch, raw, key):
-    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+def test_plan_refuses_what_cannot_fit_and_names_the_key(tmp_path, monkeypatch, raw, key, gib):
+    monkeypatch.setattr(resources, "available_memory", lambda: int(gib * GiB))
     result = plan(tmp_path, raw)
     assert result.exit_code == 2, result.output
     line = result.output.strip()
     assert line.startswith(f"error: {key}: this sweep needs about") and "\n" not in line
-    assert "2 GiB available" in line
+    assert f"{gib:.3g} GiB available" in line
+
+
+def test_plan_takes_a_trajectory_sweep_larger_than_memory(tmp_path, monkeypatch):
+    # 2600 jobs of 201 saves x 1000 tokens in 3-D: 12.5 GB of positions, merged in blocks
+    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    raw = {"model": {"n": 1000}, "integrate": {"t_max": 100.0},
+           "grid": {"seed": {"range": [0, 2600]}}, "output": {"positions": "trajectory"}}
+    result = plan(tmp_path, raw)
+    assert result.exit_code == 0, result.output
+    assert "2600 job(s)" in result.output
 
 
 def test_run_lowers_the_worker_count_to_what_fits(tmp_path, monkeypatch):

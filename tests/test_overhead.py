@@ -31,14 +31,15 @@ def counted_reads(monkeypatch):
     return found
 
 
-def test_a_run_reads_no_part_it_wrote_and_merges_the_same_bits(cfg_path, tmp_path,
-                                                               counted_reads):
+def test_a_run_and_a_merge_read_each_part_once_and_write_the_same_bits(cfg_path, tmp_path,
+                                                                       counted_reads):
     out = tmp_path / "res.nc"
     assert invoke("run", cfg_path, "--out", out, "--workers", 2).exit_code == 0
-    assert not counted_reads  # the merge took every part from memory
+    assert sorted(counted_reads.values()) == [1] * 6  # by the merge; the run reads none
     ran = load(out)
+    counted_reads.clear()
     assert invoke("merge", cfg_path, "--set", f"output.path={out}").exit_code == 0
-    assert sorted(counted_reads.values()) == [1] * 6  # read from disk this time
+    assert sorted(counted_reads.values()) == [1] * 6
     merged = load(out)
     xr.testing.assert_identical(ran.assign_attrs(history=""), merged.assign_attrs(history=""))
 
@@ -46,19 +47,11 @@ def test_a_run_reads_no_part_it_wrote_and_merges_the_same_bits(cfg_path, tmp_pat
 def test_a_resumed_run_reads_each_finished_part_once(cfg_path, tmp_path, counted_reads):
     out, straight = tmp_path / "res.nc", tmp_path / "straight.nc"
     assert invoke("run", cfg_path, "--out", out, "--shard", "0/2").exit_code == 0
-    counted_reads.clear()
+    assert not counted_reads  # a shard writes parts only
     assert invoke("run", cfg_path, "--out", out).exit_code == 0
-    assert sorted(counted_reads.values()) == [1] * 3  # the shard's parts, by the merge only
+    assert sorted(counted_reads.values()) == [1] * 6  # every part, by the merge only
     assert invoke("run", cfg_path, "--out", straight).exit_code == 0
     xr.testing.assert_identical(values(out), values(straight))
-
-
-def test_with_positions_the_merge_reads_them_from_disk(cfg_path, tmp_path, counted_reads):
-    out = tmp_path / "res.nc"
-    result = invoke("run", cfg_path, "--out", out, "--set", "output.positions=final")
-    assert result.exit_code == 0, result.output
-    assert sorted(counted_reads.values()) == [1] * 6  # positions are never held by the run
-    assert load(out)["positions"].notnull().all()
 
 
 HEAVY = ("xarray", "pandas", "netCDF4", "matplotlib", "scipy.linalg")

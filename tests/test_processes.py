@@ -168,14 +168,15 @@ def test_two_runs_on_one_output_share_the_work(tmp_path):
 
 STALL_IN_MERGE = textwrap.dedent("""
     import pathlib, sys, time
-    import xarray as xr
     from sweep import cli
+    from sweep.core import netcdf
     marker = pathlib.Path(sys.argv[1])
-    def to_netcdf(self, target, **kwargs):  # half a file under its temp name, then a hang
-        pathlib.Path(target).write_text("CDF half")
+    written = netcdf.BlockWriter.write
+    def write(self, region, values):  # a block into the temporary file, then a hang
+        written(self, region, values)
         marker.touch()
         time.sleep(600)
-    xr.Dataset.to_netcdf = to_netcdf
+    netcdf.BlockWriter.write = write
     sys.argv = ["sweep", *sys.argv[2:]]
     cli.main()
 """)

@@ -252,8 +252,9 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
     """An input edited while a sweep runs: the jobs that start after the edit fail, naming
     the file, instead of saving the new file's numbers under the old file's job ids; with the
     file restored, the next run completes to the very dataset of an undisturbed run."""
+    from helpers import merged
     from sweep.core import runner
-    from sweep.core.store import Store, merge
+    from sweep.core.store import Store
 
     m = np.diag([1.0, 2.0, 3.0])
     np.save(tmp_path / "m.npy", m)
@@ -261,7 +262,7 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
                                                 grid={"beta": [0.5, 1.0, 2.0], "seed": [0, 1]})))
     jobs, undisturbed = expand(cfg), Store(cfg, tmp_path / "straight.nc")
     runner.run(jobs, undisturbed)
-    straight = merge(undisturbed, jobs)
+    straight = merged(undisturbed, jobs)
     store, started = Store(cfg, tmp_path / "edited.nc"), []
 
     def edited_before_the_third(job, *args, **kwargs):
@@ -281,6 +282,6 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
         job_dynamics(jobs[0])
     np.save(tmp_path / "m.npy", m)
     assert not runner.run(jobs, store).failed
-    again = merge(store, jobs).drop_vars("wall_seconds")
+    again = merged(store, jobs).drop_vars("wall_seconds")
     again.attrs["history"] = straight.attrs["history"]  # the time of each merge, to the second
     xr.testing.assert_identical(again, straight.drop_vars("wall_seconds"))

@@ -3,8 +3,10 @@ memory and the CPUs this process may use.
 
 The kernels never hold an n x n matrix: attention, velocities and observables work one row at
 a time with O(n) scratch, so a job needs O(n d) memory plus its saved series and, with
-`output.positions: trajectory`, n_saves x n x d positions. The merged dataset holds every
-job's series (and positions) at once, a few times over while it is assembled and written.
+`output.positions: trajectory`, n_saves x n x d positions. The merge writes the dataset in
+blocks of consecutive jobs (sweep.core.merging): it holds one block of at most
+MERGE_BLOCK_BYTES (one job at least) and the part it is reading, whatever the size of the
+whole; the file itself goes to disk.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sweep.core.kernel import job_memory
 from sweep.kernels.codes import OBSERVABLES
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
+MERGE_BLOCK_BYTES = 64 * 2**20  # the results one block of the merge holds, about
 GiB = 2**30
 
 
@@ -26,13 +29,14 @@ GiB = 2**30
 class Need:
     per_job: int      # bytes one running job holds (state, scratch, series, positions)
     workers: int      # jobs asked to run at once
-    merged: int       # bytes to assemble and write the merged dataset (0 if not merged)
+    merged: int       # bytes to merge the parts into one dataset (0 if not merged)
     job_culprit: str  # the config key that drives a job's need
     merge_culprit: str  # ... and the merged dataset's
 
 
 def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> Need:
-    """Estimate the peak memory of running `jobs` on `workers` threads, then merging them."""
+    """Estimate the peak memory of running `jobs` on `workers` threads, then merging them:
+    a block of the merge and the parts it is read from, and every job's Job object."""
     count, saves, shapes, parts, n, d = 0, 0, set(), {}, 0, 0
     for job, times in kinds(jobs):  # memory does not depend on a job's seed
         count += times
@@ -44,17 +48,19 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
     if not count:
         return Need(0, 0, 0, "grid", "grid")
     per_job = sum(parts.values()) + 4 * n * d * 8  # + drawing the start
-    series = count * saves * len(OBSERVABLES) * 8
+    series = saves * (len(OBSERVABLES) + 1) * 8  # one job's series, token_norm, scalars
     pos = 0
     if positions != "none" and len(shapes) == 1:
-        pos = count * (saves if positions == "trajectory" else 1) * n * d * 8
-    # parts read back + the stacked array + one reshaped copy per variable while writing
-    merged_bytes = 3 * series + 2 * pos + count * JOB_OBJECT_BYTES if merged else 0
+        pos = (saves if positions == "trajectory" else 1) * n * d * 8
+    block = max(series + pos, min(count * (series + pos), MERGE_BLOCK_BYTES))
+    # the block + the parts it is read from (a batch holds about as much)
+    merged_bytes = 2 * block + count * JOB_OBJECT_BYTES if merged else 0
     workers = max(1, min(workers, count))
     job_culprit = max(parts, key=parts.get)
     if job_culprit == "model.n" and d > n:
         job_culprit = "model.d"
-    merge_culprit = "output.positions" if 2 * pos > 3 * series else "grid"
+    merge_culprit = "grid" if count * JOB_OBJECT_BYTES > series + pos else \
+        "output.positions" if pos > series else "integrate.t_max"  # one job's results
     return Need(per_job, workers, merged_bytes, job_culprit, merge_culprit)
 
 
@@ -176,7 +182,7 @@ def check(need: Need, available: int | None) -> None:
     culprit = need.job_culprit if need.per_job > available else need.merge_culprit
     raise ConfigError(
         f"{culprit}: this sweep needs about {max(need.per_job, need.merged) / GiB:.3g} GiB "
-        f"of memory (one job {need.per_job / GiB:.3g} GiB, merged dataset "
+        f"of memory (one job {need.per_job / GiB:.3g} GiB, merging "
         f"{need.merged / GiB:.3g} GiB), more than the {available / GiB:.3g} GiB available; "
         f"{REMEDIES[culprit]}")
 

@@ -26,7 +26,7 @@ from sweep.core.locks import STALE_AFTER, JobLocks
 from sweep.core.parts import part_name
 from sweep.core.resources import available_cpus
 from sweep.core.simulate import Stopped, simulate_batch, warm_up
-from sweep.core.store import Part, Store, part_of
+from sweep.core.store import Store
 from sweep.errors import Interrupted, StoreError
 from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
 
@@ -41,7 +41,6 @@ class RunReport:
     seconds: float = 0.0
     elsewhere: int = 0         # finished meanwhile by another run sharing the output
     damaged: list[str] = field(default_factory=list)  # unreadable parts, recomputed
-    parts: dict[str, Part] = field(default_factory=dict)  # job id -> part, see run(keep=)
     busy: list[float] = field(default_factory=list)    # seconds each batch held its worker
     inside: list[float] = field(default_factory=list)  # ... of which in simulate_batch
 
@@ -123,24 +122,19 @@ def pending(jobs: list[Job], store: Store, force: bool = False,
 
 
 def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: bool = False,
-        hooks: Hooks | None = None, keep: bool = False, batch: int | None = None) -> RunReport:
+        hooks: Hooks | None = None, batch: int | None = None) -> RunReport:
     """Run every job of the store's config not already complete (`jobs`: all of them or a
     shard); raise Interrupted on Ctrl-C after cleaning up.
 
     Jobs run in batches (`batches`; batch: at most that many jobs each), one part file and
     one lock each (sweep.core.locks), so runs sharing an output split the work; batches
     another run holds are waited for. StoreError if the output cannot be written.
-    keep: put every part this run wrote in report.parts, for store.merge to use instead of
-    reading it again; only with output.positions "none": what is kept is each job's series
-    ([n_saves, len(output.columns)] float64), which the merge holds anyway, never positions.
     """
     hooks = hooks or Hooks()
     t0 = time.perf_counter()
     store.prepare()
     positions = store.config.output.positions
-    keep = keep and positions == "none"
     todo, report = _triage(jobs, store, force, hooks)
-    kept = report.parts if keep else None
     stop = np.zeros(1, dtype=np.int64)
 
     def one(group: list[Job], kernel: KernelPlan) -> list[str]:
@@ -153,7 +147,7 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
         try:
             if not force and store.holds(group):
                 return ["elsewhere"] * len(group)
-            return _compute(group, store, positions, stop, kernel, kept, report.inside)
+            return _compute(group, store, positions, stop, kernel, report.inside)
         finally:
             locks.release(name)
             report.busy.append(time.perf_counter() - t)  # list.append: one at a time
@@ -236,8 +230,7 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
 
 
 def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
-             kernel: KernelPlan, kept: dict[str, Part] | None, inside: list[float],
-             ) -> list[str]:
+             kernel: KernelPlan, inside: list[float]) -> list[str]:
     """Integrate a batch and write its part; each job's outcome. The seconds integrating
     go to `inside`."""
     t = time.perf_counter()
@@ -250,15 +243,8 @@ def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
     share = inside[-1] / len(group)
     written = [f"{type(r).__name__}: {r}" if isinstance(r, Exception) else r for r in results]
     store.write_batch(group, written, [share] * len(group))
-    outcomes = []
-    for job, result in zip(group, written):
-        if isinstance(result, str):
-            outcomes.append(f"failed: {result}")
-            continue
-        if kept is not None:
-            kept[job.id] = part_of(result)
-        outcomes.append("nonfinite" if result.status == STATUS_NONFINITE else "ok")
-    return outcomes
+    return [f"failed: {r}" if isinstance(r, str) else
+            "nonfinite" if r.status == STATUS_NONFINITE else "ok" for r in written]
 
 
 def _pass(pool, one, todo: list[list[Job]], stop, report: RunReport,

@@ -1,15 +1,14 @@
-"""Where results live: the dataset schema, the parts of a run by job, and the merge.
+"""Where results live: the parts of a run, by job.
 
 A run keeps one part file per batch of finished jobs in `<output>.parts/` (sweep.core.parts:
-written whole or not at all, found through an index). Merging reads parts in job order and
-reshapes them onto the grid's labelled dimensions.
+written whole or not at all, found through an index); the merge (sweep.core.merging) reads
+them in job order onto the grid's labelled dimensions.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import math
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,11 +19,9 @@ import numpy as np
 
 from sweep._version import __version__
 from sweep.core.config import Config
-from sweep.core.coords import coordinates, status_flags
 from sweep.core.files import read_npz
-from sweep.core.grid import Job, axes, expand
+from sweep.core.grid import Job
 from sweep.core.locks import owner_tag
-from sweep.core.netcdf import provenance
 from sweep.core.parts import (
     HEADERS,
     Header,
@@ -38,26 +35,10 @@ from sweep.core.parts import (
     write_part,
 )
 from sweep.errors import StoreError
-from sweep.kernels.codes import (
-    LAYER_SERIES,
-    OBSERVABLES,
-    SCALARS,
-    SERIES,
-    STATUS_FAILED,
-    STATUS_MISSING,
-)
+from sweep.kernels.codes import LAYER_SERIES, OBSERVABLES, STATUS_FAILED
 
 if TYPE_CHECKING:  # the store reads and writes arrays; it never runs (or imports) a kernel
     from sweep.core.simulate import JobResult
-
-
-
-class MissingJobs(StoreError):
-    """Jobs without a result where a merge needs them all."""
-
-    def __init__(self, missing: list[Job]):
-        self.missing = missing
-        super().__init__(f"{len(missing)} job(s) have no result: indices {indices(missing)}")
 
 
 class JobsFailed(StoreError):
@@ -92,13 +73,6 @@ class Part:
     def failed(self) -> bool:
         """The job raised: the part records its error, not a result."""
         return self.status == STATUS_FAILED
-
-
-def part_of(result: JobResult) -> Part:
-    """What reading back the part Store.write(job, result) wrote gives (meta aside): the same
-    arrays, so a merge from it is bit-identical to one from disk."""
-    return Part(result.observables, int(result.status), float(result.wall_seconds),
-                result.positions, {})
 
 
 def beside(output: str | Path, suffix: str) -> Path:
@@ -149,19 +123,14 @@ class Store:
             raise StoreError(error)
         return part
 
-    def read_each(self, jobs: list[Job], known: dict[str, Part] | None = None,
-                  ) -> Iterator[tuple[Job, Part | None, str]]:
+    def read_each(self, jobs: list[Job]) -> Iterator[tuple[Job, Part | None, str]]:
         """(job, its part or None if there is none, '') per job, in order, each part file
-        read once; a damaged or foreign part gives (job, None, the StoreError's message).
-        known: parts already in memory by job id (runner.run(keep=True)), taken instead."""
+        read once and held until its last job is taken; a damaged or foreign part gives
+        (job, None, the StoreError's message)."""
         index = self.index()
-        wanted = collections.Counter(index.jobs[j.id][0] for j in jobs
-                                     if j.id in index.jobs and not (known and j.id in known))
+        wanted = collections.Counter(index.jobs[j.id][0] for j in jobs if j.id in index.jobs)
         loaded: dict[str, dict | str] = {}
         for job in jobs:
-            if known and job.id in known:
-                yield job, known[job.id], ""
-                continue
             if job.id not in index.jobs:
                 yield job, None, index.lost.get(job.id, "")
                 continue
@@ -275,105 +244,14 @@ def part_members(job: Job, count: int, chosen: tuple[str, ...] = OBSERVABLES,
                  ) -> dict[str, tuple[str, list[tuple]]]:
     """What each array of a part of `count` jobs shaped like `job`, recording the series
     `chosen` (output.columns), may be: (dtype kinds, shapes)."""
-    saves, n, d = len(_times(job)), job.model.n, job.model.d  # saves, or layers 0..L
+    saves, n, d = len(save_times(job)), job.model.n, job.model.d  # saves, or layers 0..L
     return {**HEADERS, "ids": ("U", [(count,)]), "status": ("iu", [(count,)]),
             "wall_seconds": ("f", [(count,)]),
             "observables": ("f", [(count, saves, len(columns(job, chosen)))]),
             "positions": ("f", [(count, n, d), (count, saves, n, d)])}
 
 
-# ---------------------------------------------------------------- merge
-
-def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = False,
-          command: str | None = None, known: dict[str, Part] | None = None):
-    """All jobs' parts as one labelled dataset. MissingJobs unless allow_missing.
-    jobs: the store's config's jobs (expanded here if not given); known: parts already in
-    memory by job id (RunReport.parts); the others are read."""
-    import xarray as xr
-
-    config = store.config
-    grid = axes(config)
-    dims = tuple(a.name for a in grid)
-    shape = tuple(len(a) for a in grid)
-    jobs = list(expand(config) if jobs is None else jobs)  # built once: each is rebuilt
-    if len(jobs) != math.prod(shape):
-        raise ValueError(f"merge: {len(jobs)} jobs for a grid of {math.prod(shape)} points: "
-                         "not this config's jobs")
-    record, t = _record_axis(jobs)
-    names = columns(jobs[0], config.output.columns)
-    series = np.full((len(jobs), t.size, len(names)), np.nan)
-    scalars = {name: np.full(len(jobs), np.nan) for name in SCALARS}
-    scalars["status"] = np.full(len(jobs), STATUS_MISSING, dtype=np.int8)
-    positions = _positions_array(config, jobs, dims, t)
-    missing, damaged = _place(store.read_each(jobs, known), t, series, scalars, positions)
-    _refuse(damaged, missing, allow_missing)
-    _summaries(t, series, names, scalars)
-    data = {}
-    for c, name in enumerate(names):
-        data[name] = (dims + (record,), series[:, :, c].reshape(shape + (t.size,)),
-                      _attrs({**SERIES, **LAYER_SERIES}[name]))
-    for name, values in scalars.items():
-        data[name] = (dims, values.reshape(shape), _attrs(SCALARS[name]))
-    data["status"][2].update(status_flags())
-    if positions is not None:
-        on = dims + ((record,) if positions.ndim == 4 else ()) + ("token", "component")
-        what = "hidden states h" if record == "layer" else "token positions on the sphere"
-        data["positions"] = (on, positions.reshape(shape + positions.shape[1:]),
-                             {"long_name": what, "units": "1"})
-    # Built once from arrays placed by job index: no xarray concat/merge/combine, so the
-    # result never depends on their join/compat defaults, which xarray is changing.
-    ds = xr.Dataset(data, coords=coordinates(grid, (record, t)))
-    ds.attrs.update(provenance(config, command))
-    return ds
-
-
-def _summaries(t: np.ndarray, series: np.ndarray, columns: tuple[str, ...],
-               scalars: dict) -> None:
-    """t_cluster and max_clusters into scalars, or out of it where their series was not
-    recorded (output.observables)."""
-    for name, source, summary in (("t_cluster", "clustered_fraction", lambda v: t_cluster(t, v)),
-                                  ("max_clusters", "n_clusters", max_clusters)):
-        if source in columns:
-            scalars[name] = summary(series[:, :, columns.index(source)])
-        else:
-            del scalars[name]
-
-
-def _place(parts, t, series, scalars, positions) -> tuple[list[Job], list[str]]:
-    """Each (job, part, error) of `parts` (Store.read_each, in job order) into row k of the
-    arrays, in one pass: each part is dropped once placed, so parts never sit in memory
-    beside the arrays. Returns (jobs without a part, why the damaged ones are)."""
-    missing, damaged, rows = [], [], {}  # rows: a job's rows on the time axis, by save grid
-    for k, (job, part, error) in enumerate(parts):
-        if part is None:
-            (damaged.append(error) if error else missing.append(job))
-            continue
-        scalars["status"][k] = part.status
-        scalars["wall_seconds"][k] = part.wall_seconds
-        if part.observables is not None:
-            grid_key = (job.model.layers, job.integrate.save_every, job.integrate.n_saves)
-            if grid_key not in rows:
-                rows[grid_key] = np.searchsorted(t, _times(job))
-            series[k, rows[grid_key]] = part.observables
-        if positions is not None and part.positions is not None:
-            positions[k, : part.positions.shape[0]] = part.positions
-    return missing, damaged
-
-
-def _refuse(damaged: list[str], missing: list[Job], allow_missing: bool) -> None:
-    """StoreError naming the first damaged part, else MissingJobs unless allowed."""
-    if damaged:
-        more = f"; {len(damaged)} damaged or foreign part(s) in all" if len(damaged) > 1 else ""
-        raise StoreError(f"{damaged[0]}{more}; `sweep run` recomputes them")
-    if missing and not allow_missing:
-        raise MissingJobs(missing)
-
-
-def _attrs(meta: tuple[str, str]) -> dict:
-    return {"long_name": meta[0], "units": meta[1]}
-
-
-def _times(job: Job) -> np.ndarray:
+def save_times(job: Job) -> np.ndarray:
     """A job's rows of observables, rounded so that grids built from different save_every
     values share their common times: the save grid 0, save_every, ..., t_max of a flow, the
     layers 0..L of a layer model."""
@@ -386,39 +264,3 @@ def columns(job: Job, chosen: tuple[str, ...] = OBSERVABLES) -> tuple[str, ...]:
     """The names of a job's columns of observables: the series `chosen` (output.columns),
     and for a layer model LAYER_SERIES after them."""
     return tuple(chosen) + (tuple(LAYER_SERIES) if job.model.layers is not None else ())
-
-
-def t_cluster(t: np.ndarray, clustered: np.ndarray) -> np.ndarray:
-    """First recorded time (layer) with clustered fraction >= 1/2 (NaN if never), along the
-    last axis of clustered: [..., t.size] (NaN where a job recorded nothing)."""
-    hit = clustered >= 0.5
-    first = np.argmax(hit, axis=-1)
-    return np.where(hit.any(axis=-1), t[first], np.nan)
-
-
-def max_clusters(n_clusters: np.ndarray) -> np.ndarray:
-    """Max of the cluster count over saved times (layers) t > 0 (NaN if none is finite),
-    along the last axis of n_clusters: [..., n_time], time 0 first."""
-    later = n_clusters[..., 1:]
-    finite = np.isfinite(later).any(axis=-1)
-    return np.where(finite, np.max(np.where(np.isnan(later), -np.inf, later), axis=-1,
-                                   initial=-np.inf), np.nan)
-
-
-def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
-    """("time", the union of every job's save grid: one grid unless t_max or save_every is
-    swept), or ("layer", 0..the deepest model's L) for layer models."""
-    if jobs[0].model.layers is not None:
-        return "layer", np.arange(max(j.model.layers for j in jobs) + 1)
-    grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
-    return "time", np.unique(np.concatenate([_times(j) for j in grids.values()]))
-
-
-def _positions_array(config, jobs, dims, t) -> np.ndarray | None:
-    """NaN positions [jobs, n, d] (final) or [jobs, rows, n, d] (trajectory: times or
-    layers) to fill, or None when none are kept (or n, d are swept)."""
-    if config.output.positions == "none" or {"n", "d"} & set(dims):
-        return None
-    n, d = jobs[0].model.n, jobs[0].model.d
-    traj = config.output.positions == "trajectory"
-    return np.full((len(jobs),) + ((t.size, n, d) if traj else (n, d)), np.nan)
