@@ -34,8 +34,9 @@ def velocity_rows(xt, beta, c, softmax, method, vt, z, e, fresh):
     The whole weight matrix at once, not row by row: one exp pass over n^2 numbers instead
     of n passes of n (at n = 32 the loop overheads of short passes cost more than the
     exponentials). Full rows rather than the symmetric half: triangular loops leave scalar
-    remainders that cost more than the exponentials they save (so did a rectangle of half
-    rows over a doubled copy of the tokens, measured at (32, 3) and (128, 16)). The weights
+    remainders that cost more than the exponentials they save (each pair once as a rectangle
+    of n/2 pairs per row, unpacked into the matrix, tied at (32, 2): the unpack's column
+    stores cost what the exponentials saved; docs/performance.md). The weights
     are exp(beta (g_ij - c)) of the plain Gram matrix, the very numbers a save computes, so
     the step after a save starts from the save's (which does not change its bits).
     """
