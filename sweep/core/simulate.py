@@ -56,7 +56,11 @@ def _rng(seed: int, **parts) -> np.random.Generator:
 
 def start_rng(job: Job) -> np.random.Generator:
     """The generator for the initial state: a function of (seed, init, n, d) alone."""
-    return _rng(job.seed, init=asdict(job.init), n=job.model.n, d=job.model.d)
+    return _start_rng(job.seed, job.init, job.model.n, job.model.d)
+
+
+def _start_rng(seed: int, init, n: int, d: int) -> np.random.Generator:
+    return _rng(seed, init=asdict(init), n=n, d=d)
 
 
 def initial_state(job: Job) -> np.ndarray:
@@ -80,7 +84,7 @@ def _drawn(seed: int, init, n: int, d: int) -> np.ndarray:
     """The start drawn for (seed, init, n, d), read-only: every beta of a sweep shares it, so
     a phase diagram of small systems draws each start once, not once per beta (drawing was
     0.2 ms of a job's 1.3 ms at (32, 2))."""
-    x = states.draw(init, n, d, _rng(seed, init=asdict(init), n=n, d=d), None)
+    x = states.draw(init, n, d, _start_rng(seed, init, n, d), None)
     x.flags.writeable = False
     return x
 
@@ -143,9 +147,13 @@ def _chosen(result: JobResult | Exception, columns: tuple[str, ...]):
     """The result with the observables `columns` only (a layer model's LAYER_SERIES kept)."""
     if isinstance(result, Exception) or columns == OBSERVABLES:
         return result
-    keep = [OBSERVABLES.index(c) for c in columns]
-    keep += list(range(len(OBSERVABLES), result.observables.shape[1]))
+    keep = _indices(columns) + list(range(len(OBSERVABLES), result.observables.shape[1]))
     return replace(result, observables=result.observables[:, keep])
+
+
+def _indices(columns: tuple[str, ...]) -> list[int]:
+    """Where the series `columns` are among the kernels' OBSERVABLES."""
+    return [OBSERVABLES.index(c) for c in columns]
 
 
 def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
@@ -196,7 +204,7 @@ def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
                             traj, flag, status, save_level(columns)) == STOPPED:
         raise Stopped(first.id)
     if columns != OBSERVABLES:
-        obs = obs[:, :, [OBSERVABLES.index(c) for c in columns]]
+        obs = obs[:, :, _indices(columns)]
     share = (time.perf_counter() - t0) / len(jobs)
     return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions)
             for b in range(len(jobs))]
