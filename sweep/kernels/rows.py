@@ -38,7 +38,7 @@ def velocity_rows(xt, beta, c, softmax, method, vt, z, e, fresh):
     of n/2 pairs per row, unpacked into the matrix, tied at (32, 2): the unpack's column
     stores cost what the exponentials saved; docs/performance.md). Nor without the matrix,
     each pair (i, i + k mod n), k = 1 .. n/2, adding its weight to both tokens' sums: 1.6
-    against 2.1 us per velocity at (32, 2), but 0.9-1.5x (median 1.1x) on whole runs; 1.5x
+    against 2.1 us per velocity at (32, 2), but 0.9-1.5x (median 1.1x) on whole runs; 1.5-1.8x
     slower at (32, 3), where the sums' loop (eight rows written per pair) took 3.6x the
     instructions it takes compiled alone; and a save of every observable, whose weights
     serve the step after it, would lose that.
