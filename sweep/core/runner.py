@@ -239,8 +239,9 @@ def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
                                  columns=store.config.output.columns)
     except Stopped:
         return ["cancelled"] * len(group)
-    inside.append(time.perf_counter() - t)
-    share = inside[-1] / len(group)
+    spent = time.perf_counter() - t  # not inside[-1]: another worker may append first
+    inside.append(spent)
+    share = spent / len(group)
     written = [f"{type(r).__name__}: {r}" if isinstance(r, Exception) else r for r in results]
     store.write_batch(group, written, [share] * len(group))
     return [f"failed: {r}" if isinstance(r, str) else
