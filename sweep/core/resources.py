@@ -1,12 +1,12 @@
 """Memory a run will need, and what the machine (or its cgroup allocation) offers: free
 memory and the CPUs this process may use.
 
-The kernels never hold an n x n matrix: attention, velocities and observables work one row at
-a time with O(n) scratch, so a job needs O(n d) memory plus its saved series and, with
-`output.positions: trajectory`, n_saves x n x d positions. The merge writes the dataset in
-blocks of consecutive jobs (sweep.core.merging): it holds one block of at most
-MERGE_BLOCK_BYTES (one job at least) and the part it is reading, whatever the size of the
-whole; the file itself goes to disk.
+A job needs its kernel's scratch (sweep.core.kernel.job_memory: O(n d) on the general path,
+which works one row at a time, and the n x n matrices of the fast paths) plus its saved
+series and, with `output.positions: trajectory`, n_saves x n x d positions. The merge
+writes the dataset in blocks of consecutive jobs (sweep.core.merging): it holds one block of
+at most MERGE_BLOCK_BYTES (one job at least) and the part it is reading, whatever the size of
+the whole; the file itself goes to disk.
 """
 
 from __future__ import annotations
