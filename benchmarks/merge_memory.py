@@ -5,11 +5,10 @@ put while the results grow eightfold (before, it held every job's series and pos
 The sweep is the demo's dynamics with its trajectory kept (128 tokens in d = 3, 61 saves:
 187 kB of positions a job) over 20 betas and 32 x SCALE seeds: 120 MB of results at one time
 (two blocks of the merge, so that its peak is already the one of any larger sweep), 960 MB
-at eight. Each size runs once (`sweep
-run`, which makes the parts), then `sweep merge` runs `repeats` times, each a fresh process
-whose peak resident memory (getrusage of the child: the figure `/usr/bin/time -f %M` gives)
-and wall time are recorded; the medians are reported, with the sizes of the results in
-memory and on disk. Written as JSON to benchmarks/results/merge-*.json.
+at eight. Each size runs once (`sweep run`, which makes the parts), then `sweep merge` runs
+`repeats` times, each a fresh process whose peak resident memory and wall time are recorded
+as targets.py records them (cli_sweep.process: GNU time); the medians are reported, with the
+sizes of the results in memory and on disk. Written as JSON to benchmarks/results/merge-*.json.
 Usage: python benchmarks/merge_memory.py [repeats]
 """
 
@@ -25,6 +24,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_sweep import process  # noqa: E402
+
 SCALES = (1, 8)
 SWEEP = {
     "name": "traj",
@@ -32,12 +34,6 @@ SWEEP = {
     "integrate": {"method": "euler", "dt": 0.05, "t_max": 30.0, "save_every": 0.5},
     "output": {"positions": "trajectory"},
 }
-# runs a command as its only child and prints that child's peak RSS (KiB) and wall seconds
-MEASURED = ("import resource, subprocess, sys, time\n"
-            "t = time.perf_counter()\n"
-            "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
-            " time.perf_counter() - t)")
 
 
 def sweep(*args: str) -> list[str]:
@@ -54,11 +50,9 @@ def measure(scale: int, folder: Path, repeats: int) -> dict:
     subprocess.run(sweep("run", str(config)), check=True, stdout=subprocess.DEVNULL)
     peaks, walls = [], []
     for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", MEASURED, *sweep("merge", str(config))],
-                              check=True, capture_output=True, text=True)
-        peak, wall = done.stdout.split()
-        peaks.append(int(peak) / 1024)
-        walls.append(float(wall))
+        merged = process(sweep("merge", str(config)))
+        peaks.append(merged["peak_mib"])
+        walls.append(merged["wall_s"])
     jobs = 20 * 32 * scale
     results = jobs * (61 * 128 * 3 + 61 * 13 + 4) * 8  # positions, series, scalars
     return {"scale": scale, "jobs": jobs, "results_MB": results / 1e6,
