@@ -65,7 +65,10 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
     assert_same_numbers(merged(Store(cfg, out), jobs), straight)
 
 
-@pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (256, 1, 16)])
+# lanes (d <= 8) come 32 to a batch where each thread still gets four such batches
+@pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (127, 1, 7),
+                                              (128, 1, 32), (256, 1, 32), (256, 2, 32),
+                                              (255, 2, 7), (1024, 2, 32), (4096, 1, 256)])
 def test_batch_sizes(count, width, size):
     job = expand(config.from_dict({**CFG, "model": {"n": 4, "d": 2}}))[0]
     assert runner.batch_size(job, count, width, "none") == size

@@ -1,7 +1,8 @@
 """The kernel each job calls, decided once per job, and what it costs. No Numba here.
 
 A `KernelPlan` names the compiled path a job takes: general (kernels/general/: every model),
-rows (rows.py: one serial compiled call for a small plain system) or blocked (blocked.py:
+rows (rows.py: one serial compiled call for a batch of small plain systems, run as SIMD
+lanes, one system each, up to d = LANES_MAX_D: lanes.py) or blocked (blocked.py:
 BLAS on row tiles; Symmetric when the n x n weights fit, else tile by tile). It is made from
 the job here and nowhere else: simulate calls the kernel it names, the runner groups jobs by
 it, resources and `sweep plan` count memory and time from it, and the compile step compiles

@@ -28,7 +28,7 @@ from sweep.core.resources import available_cpus
 from sweep.core.simulate import Stopped, simulate_batch, warm_up
 from sweep.core.store import Store
 from sweep.errors import Interrupted, StoreError
-from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
+from sweep.kernels.codes import LANES_MAX_D, LANES_MIN, STATUS_FAILED, STATUS_NONFINITE
 
 
 @dataclass
@@ -71,6 +71,7 @@ MAX_BATCH = 256  # jobs in one compiled call and one part file
 BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
 BATCH_BYTES = 64 * 2**20  # what the jobs of one batch hold at most (kernel.job_memory)
 BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
+LANES_BATCHES_PER_THREAD = 4  # ... and for lanes, of LANES_MIN jobs at least, if there are
 
 
 def batch_key(job: Job) -> tuple:
@@ -98,14 +99,20 @@ def batches(todo: list[Job], width: int, positions: str = "none",
 def batch_size(job: Job, count: int, width: int, positions: str) -> int:
     """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
     BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
-    thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already)."""
+    thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
+    run as lanes (kernels/lanes.py) come LANES_MIN to a batch at least (fewer run one at a
+    time, at a third of the speed at (32, 2)) where every thread still gets
+    LANES_BATCHES_PER_THREAD such batches."""
     plan = kernel_plan(job)
     if plan.strategy == "blocked":
         return 1
     seconds = job_flop(job) / NOMINAL_FLOPS[plan.strategy]
     held = sum(job_memory(job, positions).values())
+    lanes = plan.strategy == "rows" and job.model.d <= LANES_MAX_D
+    least = LANES_MIN if lanes and count >= LANES_BATCHES_PER_THREAD * LANES_MIN * width else 1
     return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
-                      BATCH_BYTES // max(held, 1), count // (BATCHES_PER_THREAD * width)))
+                      BATCH_BYTES // max(held, 1),
+                      max(least, count // (BATCHES_PER_THREAD * width))))
 
 
 def pending(jobs: list[Job], store: Store, force: bool = False,

@@ -37,3 +37,6 @@ jit_inline = numba.njit(**OPTIONS, inline="always")
 # The same for a fast path's own helpers that run once per save (rows._advance, _record):
 # inlined, their system's arrays are taken out of its tuple once per run, not once per call.
 jit_fast_inline = numba.njit(**FAST_OPTIONS, inline="always")
+
+# The same for lanes.py's per-pair helpers, compiled as their callers (fused multiply-adds only).
+jit_fma_inline = numba.njit(**dict(OPTIONS, fastmath={"contract"}), inline="always")

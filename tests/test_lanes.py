@@ -1,0 +1,134 @@
+"""The lanes kernel (kernels/lanes.py: one system per SIMD lane, the rows path up to
+LANES_MAX_D): against the NumPy reference, and the same bits for a system whatever batch,
+block or lane it runs in."""
+
+import numpy as np
+import pytest
+
+import reference as ref
+from helpers import assert_matches_reference
+from sweep.kernels.codes import (
+    LANES,
+    LANES_MAX_D,
+    LAYER,
+    METHOD_CODES,
+    NONFINITE,
+    OBSERVABLES,
+    OK,
+    SAVE_ALL,
+    SAVE_CLOSE,
+    SAVE_COUNTS,
+    SAVE_PAIRS,
+    STOPPED,
+)
+from sweep.kernels.lanes import order_lanes
+from sweep.kernels.rows import integrate_rows, integrate_rows_batch
+from sweep.kernels.summary import order_parameter
+
+CLOSE = [OBSERVABLES.index("order_parameter"), OBSERVABLES.index("clustered_fraction")]
+
+
+def starts(count, n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((count, n, d))
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def batch(x0, betas, method="layer", softmax=True, dt=0.1, stride=2, n_saves=6, eps=0.05,
+          level=SAVE_ALL, dtype=np.float64, trajectory=False):
+    """(status, obs, final x, traj) of integrate_rows_batch over the systems x0: [B, n, d]."""
+    xs = np.array(x0, dtype=dtype)
+    count = xs.shape[0]
+    obs = np.full((count, n_saves, len(OBSERVABLES)), np.nan)
+    traj = np.zeros((count, n_saves if trajectory else 0) + xs.shape[1:], dtype=dtype)
+    status = np.full(count, -1, dtype=np.int64)
+    code = integrate_rows_batch(xs, np.asarray(betas, float), softmax, METHOD_CODES[method],
+                                np.full(count, dt), stride, np.full(count, eps), obs, traj,
+                                np.zeros(1, dtype=np.int64), status, level)
+    assert code == OK
+    return status, obs, xs, traj
+
+
+@pytest.mark.parametrize("method", list(METHOD_CODES))
+@pytest.mark.parametrize("kind", ["softmax", "unnormalized"])
+@pytest.mark.parametrize("n, d", [(1, 2), (2, 3), (9, 2), (17, 5), (6, LANES_MAX_D)])
+def test_every_lane_matches_the_reference(method, kind, n, d):
+    betas = np.array([0.0, 0.7, 3.0, 6.5 if kind == "softmax" else 2.0, 1.3])
+    x0 = starts(len(betas), n, d)
+    status, obs, x, _ = batch(x0, betas, method, kind == "softmax", dt=0.05)
+    assert (status == OK).all()
+    for b, beta in enumerate(betas):
+        want_obs, want_x = ref.trajectory(x0[b], kind, beta, method, 0.05, 2, 6, 0.05)
+        assert_matches_reference(obs[b], x[b], want_obs, want_x, tol=1e-11)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("method", list(METHOD_CODES))
+@pytest.mark.parametrize("level", [SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL])
+def test_a_system_gets_the_same_bits_in_any_batch_block_or_lane(dtype, method, level):
+    """Alone (one scalar lane), in a batch below the vector width, and at two places of a
+    batch of two blocks: the same observables, positions and final state, bit for bit."""
+    count, n, d = LANES + 7, 12, 3
+    x0 = starts(count, n, d, seed=1)
+    betas = np.linspace(0.5, 9.0, count)
+    whole = batch(x0, betas, method, level=level, dtype=dtype, trajectory=True)
+    assert (whole[0] == OK).all()
+    for picks in ([0], [LANES + 5], [3, 40, 41, 70]):
+        part = batch(x0[picks], betas[picks], method, level=level, dtype=dtype,
+                     trajectory=True)
+        for got, want in zip(part, whole):
+            np.testing.assert_array_equal(got, want[picks])
+    x = np.array(x0[40], dtype=dtype)  # integrate_rows: one system, the same kernel
+    obs, traj = np.full((6, len(OBSERVABLES)), np.nan), np.zeros((6, n, d), dtype=dtype)
+    status, saved = integrate_rows(x, float(betas[40]), True, METHOD_CODES[method], 0.1, 2,
+                                   0.05, obs, traj, np.zeros(1, dtype=np.int64), level)
+    assert (status, saved) == (OK, 6)
+    np.testing.assert_array_equal(obs, whole[1][40])
+    np.testing.assert_array_equal(x, whole[2][40])
+
+
+def test_a_save_of_the_close_pairs_alone_gives_the_bits_of_a_full_save():
+    """The count inside the next step's pair loop and the order parameter across lanes are
+    the full save's columns exactly; the other columns are left NaN."""
+    x0, betas = starts(20, 32, 2, seed=2), np.linspace(0.1, 9.0, 20)
+    full = batch(x0, betas, stride=1, n_saves=40, eps=1e-3)
+    close = batch(x0, betas, stride=1, n_saves=40, eps=1e-3, level=SAVE_CLOSE)
+    np.testing.assert_array_equal(close[1][:, :, CLOSE], full[1][:, :, CLOSE])
+    np.testing.assert_array_equal(close[2], full[2])
+    others = np.delete(close[1], CLOSE, axis=2)
+    assert np.isnan(others).all()
+    assert (full[1][:, -1, CLOSE[1]] > 0).any()  # some clustered: a count that could differ
+
+
+def test_the_order_parameter_across_lanes_is_summary_order_parameter():
+    X = np.ascontiguousarray(starts(9, 7, 3, seed=3).transpose(1, 2, 0))
+    for values in (X, X.astype(np.float32).astype(np.float64)):
+        r = np.empty(9)
+        order_lanes(values, np.empty(9), r)
+        want = [order_parameter(np.ascontiguousarray(values[:, :, b])) for b in range(9)]
+        np.testing.assert_array_equal(r, want)
+
+
+def test_a_lane_that_blows_up_ends_alone():
+    """A non-finite system is NONFINITE from the save that sees it, holds its state there,
+    and leaves every other lane's bits as they are without it."""
+    x0, betas = starts(20, 8, 2, seed=4), np.linspace(1.0, 5.0, 20)
+    bad = x0.copy()
+    bad[7, 3, 0] = np.nan
+    status, obs, x, _ = batch(bad, betas)
+    assert status[7] == NONFINITE and (np.delete(status, 7) == OK).all()
+    assert np.isnan(obs[7]).all() and np.isnan(x[7, 3, 0])
+    keep = np.delete(np.arange(20), 7)
+    clean = batch(x0[keep], betas[keep])
+    np.testing.assert_array_equal(obs[keep], clean[1])
+    np.testing.assert_array_equal(x[keep], clean[2])
+
+
+def test_a_stop_flag_stops_the_batch():
+    xs = starts(30, 8, 2)
+    obs = np.full((30, 4, len(OBSERVABLES)), np.nan)
+    code = integrate_rows_batch(xs, np.ones(30), True, LAYER, np.full(30, 0.1), 1,
+                                np.full(30, 0.05), obs, np.zeros((30, 0, 8, 2)),
+                                np.ones(1, dtype=np.int64), np.zeros(30, dtype=np.int64),
+                                SAVE_ALL)
+    assert code == STOPPED
