@@ -42,7 +42,7 @@ def test_loading_and_planning_import_no_numba():
     found = imported_after("import sweep\np = sweep.plan(sweep.load('configs/demo.yaml'))\n"
                            "print(len(p.jobs), [a.name for a in p.axes], list(p.kernels))")
     assert found["heavy"] == []
-    assert found["out"] == ["320 ['beta', 'd', 'seed'] ['rows-float64']"]
+    assert found["out"] == ["320 ['beta', 'd', 'seed'] ['lanes-float64', 'rows-float64']"]
 
 
 def test_the_api_names_are_the_spec_names():

@@ -45,23 +45,24 @@ def contents(directory: Path) -> dict:
 def test_each_job_gets_one_kernel_plan():
     jobs = sweep.plan(sweep.load(MIXED)).jobs
     plans = {(j.model.n, j.model.attention): kernel_plan(j) for j in jobs}
-    assert plans[8, "softmax"] == KernelPlan("rows", "float64")
+    assert plans[8, "softmax"] == KernelPlan("lanes", "float64")
     assert plans[300, "softmax"] == KernelPlan("blocked", "float64", symmetric=False)
     assert plans[1030, "softmax"] == KernelPlan("blocked", "float64", symmetric=True)
     assert {plans[n, "relu"] for n in (8, 300, 1030)} == {KernelPlan("general", "float64")}
     assert sweep.plan(sweep.load(MIXED)).kernels.keys() == {
-        "general-float64", "rows-float64", "blocked-float64", "symmetric-float64"}
+        "general-float64", "lanes-float64", "blocked-float64", "symmetric-float64"}
 
 
 def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_path):
-    # every demo job runs rows.py: the general path is never called, so never compiled
+    # every demo job runs lanes.py (d 3) or rows.py (d 32): the general path is never
+    # called, so never compiled
     sets = ["--set", "grid.beta=[1.0]", "--set", "grid.seed=[0]", "--set", "integrate.t_max=1"]
     store = tmp_path / "numba"
     said = sweep_cli("compile", "configs/demo.yaml", cache_dir=store)
-    assert "rows-float64" in said and "general" not in said
+    assert "lanes-float64" in said and "rows-float64" in said and "general" not in said
     compiled = contents(store)
     folders = {Path(name).parts[0].rsplit("_", 1)[0] for name in compiled}
-    assert folders == {"kernels", "sweep-compiled"}  # rows.py and what it uses; no general/
+    assert folders == {"kernels", "sweep-compiled"}  # lanes, rows and what they use
     sweep_cli("run", "configs/demo.yaml", *sets, "--out", tmp_path / "demo.nc", cache_dir=store)
     assert contents(store) == compiled
 
@@ -80,8 +81,9 @@ def test_plan_says_when_the_kernels_must_compile_first(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "numba"))
     cfg = sweep.load("configs/demo.yaml")
     cold = sweep.plan(cfg)
-    assert cold.cold == ["rows-float64"] and cold.compile_seconds > 0
-    cache.mark("rows-float64")  # what the warm-up leaves once the kernels are compiled
+    assert cold.cold == ["lanes-float64", "rows-float64"] and cold.compile_seconds > 0
+    for name in cold.cold:  # what the warm-up leaves once the kernels are compiled
+        cache.mark(name)
     assert sweep.plan(cfg).cold == [] and sweep.plan(cfg).compile_seconds == 0
 
 

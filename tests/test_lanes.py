@@ -1,4 +1,4 @@
-"""The lanes kernel (kernels/lanes.py: one system per SIMD lane, the rows path up to
+"""The lanes kernel (kernels/lanes.py: one system per SIMD lane, for n < 256 and d up to
 LANES_MAX_D): against the NumPy reference, and the same bits for a system whatever batch,
 block or lane it runs in."""
 
@@ -21,8 +21,7 @@ from sweep.kernels.codes import (
     SAVE_PAIRS,
     STOPPED,
 )
-from sweep.kernels.lanes import order_lanes
-from sweep.kernels.rows import integrate_rows, integrate_rows_batch
+from sweep.kernels.lanes import integrate_lanes, order_lanes
 from sweep.kernels.summary import order_parameter
 
 CLOSE = [OBSERVABLES.index("order_parameter"), OBSERVABLES.index("clustered_fraction")]
@@ -36,17 +35,18 @@ def starts(count, n, d, seed=0):
 
 def batch(x0, betas, method="layer", softmax=True, dt=0.1, stride=2, n_saves=6, eps=0.05,
           level=SAVE_ALL, dtype=np.float64, trajectory=False):
-    """(status, obs, final x, traj) of integrate_rows_batch over the systems x0: [B, n, d]."""
+    """(status, obs, final x, traj, saves recorded) of integrate_lanes over the systems
+    x0: [B, n, d]."""
     xs = np.array(x0, dtype=dtype)
     count = xs.shape[0]
     obs = np.full((count, n_saves, len(OBSERVABLES)), np.nan)
     traj = np.zeros((count, n_saves if trajectory else 0) + xs.shape[1:], dtype=dtype)
-    status = np.full(count, -1, dtype=np.int64)
-    code = integrate_rows_batch(xs, np.asarray(betas, float), softmax, METHOD_CODES[method],
-                                np.full(count, dt), stride, np.full(count, eps), obs, traj,
-                                np.zeros(1, dtype=np.int64), status, level)
+    status, saved = np.full(count, -1, dtype=np.int64), np.full(count, -1, dtype=np.int64)
+    code = integrate_lanes(xs, np.asarray(betas, float), softmax, METHOD_CODES[method],
+                           np.full(count, dt), stride, np.full(count, eps), obs, traj,
+                           np.zeros(1, dtype=np.int64), status, saved, level)
     assert code == OK
-    return status, obs, xs, traj
+    return status, obs, xs, traj, saved
 
 
 @pytest.mark.parametrize("method", list(METHOD_CODES))
@@ -55,8 +55,8 @@ def batch(x0, betas, method="layer", softmax=True, dt=0.1, stride=2, n_saves=6, 
 def test_every_lane_matches_the_reference(method, kind, n, d):
     betas = np.array([0.0, 0.7, 3.0, 6.5 if kind == "softmax" else 2.0, 1.3])
     x0 = starts(len(betas), n, d)
-    status, obs, x, _ = batch(x0, betas, method, kind == "softmax", dt=0.05)
-    assert (status == OK).all()
+    status, obs, x, _, saved = batch(x0, betas, method, kind == "softmax", dt=0.05)
+    assert (status == OK).all() and (saved == 6).all()
     for b, beta in enumerate(betas):
         want_obs, want_x = ref.trajectory(x0[b], kind, beta, method, 0.05, 2, 6, 0.05)
         assert_matches_reference(obs[b], x[b], want_obs, want_x, tol=1e-11)
@@ -73,18 +73,11 @@ def test_a_system_gets_the_same_bits_in_any_batch_block_or_lane(dtype, method, l
     betas = np.linspace(0.5, 9.0, count)
     whole = batch(x0, betas, method, level=level, dtype=dtype, trajectory=True)
     assert (whole[0] == OK).all()
-    for picks in ([0], [LANES + 5], [3, 40, 41, 70]):
+    for picks in ([0], [LANES + 5], [3, 40, 41, 70], list(range(5, 45))):
         part = batch(x0[picks], betas[picks], method, level=level, dtype=dtype,
                      trajectory=True)
         for got, want in zip(part, whole):
             np.testing.assert_array_equal(got, want[picks])
-    x = np.array(x0[40], dtype=dtype)  # integrate_rows: one system, the same kernel
-    obs, traj = np.full((6, len(OBSERVABLES)), np.nan), np.zeros((6, n, d), dtype=dtype)
-    status, saved = integrate_rows(x, float(betas[40]), True, METHOD_CODES[method], 0.1, 2,
-                                   0.05, obs, traj, np.zeros(1, dtype=np.int64), level)
-    assert (status, saved) == (OK, 6)
-    np.testing.assert_array_equal(obs, whole[1][40])
-    np.testing.assert_array_equal(x, whole[2][40])
 
 
 def test_a_save_of_the_close_pairs_alone_gives_the_bits_of_a_full_save():
@@ -115,8 +108,9 @@ def test_a_lane_that_blows_up_ends_alone():
     x0, betas = starts(20, 8, 2, seed=4), np.linspace(1.0, 5.0, 20)
     bad = x0.copy()
     bad[7, 3, 0] = np.nan
-    status, obs, x, _ = batch(bad, betas)
+    status, obs, x, _, saved = batch(bad, betas)
     assert status[7] == NONFINITE and (np.delete(status, 7) == OK).all()
+    assert saved[7] == 0 and (np.delete(saved, 7) == 6).all()
     assert np.isnan(obs[7]).all() and np.isnan(x[7, 3, 0])
     keep = np.delete(np.arange(20), 7)
     clean = batch(x0[keep], betas[keep])
@@ -127,8 +121,8 @@ def test_a_lane_that_blows_up_ends_alone():
 def test_a_stop_flag_stops_the_batch():
     xs = starts(30, 8, 2)
     obs = np.full((30, 4, len(OBSERVABLES)), np.nan)
-    code = integrate_rows_batch(xs, np.ones(30), True, LAYER, np.full(30, 0.1), 1,
-                                np.full(30, 0.05), obs, np.zeros((30, 0, 8, 2)),
-                                np.ones(1, dtype=np.int64), np.zeros(30, dtype=np.int64),
-                                SAVE_ALL)
+    code = integrate_lanes(xs, np.ones(30), True, LAYER, np.full(30, 0.1), 1,
+                           np.full(30, 0.05), obs, np.zeros((30, 0, 8, 2)),
+                           np.ones(1, dtype=np.int64), np.zeros(30, dtype=np.int64),
+                           np.zeros(30, dtype=np.int64), SAVE_ALL)
     assert code == STOPPED

@@ -1,8 +1,9 @@
 """The kernel each job calls, decided once per job, and what it costs. No Numba here.
 
 A `KernelPlan` names the compiled path a job takes: general (kernels/general/: every model),
-rows (rows.py: one serial compiled call for a batch of small plain systems, run as SIMD
-lanes, one system each, up to d = LANES_MAX_D: lanes.py) or blocked (blocked.py:
+lanes (lanes.py: a batch of small plain systems of d <= LANES_MAX_D in one compiled call,
+one system per SIMD lane), rows (rows.py: one serial compiled call per such system of more
+dimensions) or blocked (blocked.py:
 BLAS on row tiles; Symmetric when the n x n weights fit, else tile by tile). It is made from
 the job here and nowhere else: simulate calls the kernel it names, the runner groups jobs by
 it, resources and `sweep plan` count memory and time from it, and the compile step compiles
@@ -18,7 +19,7 @@ import numpy as np
 from sweep.core.grid import Job, kinds
 from sweep.core.layers import cost as layer_cost
 from sweep.core.layers.flow import as_flow
-from sweep.kernels.codes import N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
+from sweep.kernels.codes import LANES_MAX_D, N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
 
 # The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
 # bounds keep every exponent inside that range (softmax: RK4 stages leave the sphere by at
@@ -31,20 +32,23 @@ BLOCKED_MIN_N = 256
 
 # Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
 # demo on this project's 2-core reference machine; good to a factor of about 2.
-NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "blocked": 2.0e10, "layers": 1.5e9}
+NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "lanes": 2.0e10, "blocked": 2.0e10,
+                 "layers": 1.5e9}
 # Seconds to compile one variant into an empty cache on the reference machine: the CPU time
 # of `sweep compile` for a config using only it, with a fresh NUMBA_CACHE_DIR (23, 15, 5.1 and
 # 5.8 s user on a loaded machine; the demo's rows took 8.8 s wall idle, docs/performance.md).
 # Loading them from the cache takes a tenth of a second.
-COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "blocked": 5.0, "symmetric": 5.0,
-                        "layers": 20.0}  # layers: the general step and observables
+# lanes: 38.7 s user for configs/phase-glpr-reference.yaml on an idle machine.
+# layers: the general step and observables.
+COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "lanes": 40.0, "blocked": 5.0,
+                        "symmetric": 5.0, "layers": 20.0}
 
 
 @dataclass(frozen=True)
 class KernelPlan:
     """How one job is integrated; what its numbers depend on, and the threads it gets."""
 
-    strategy: str            # general | rows | blocked | layers (sweep.core.layers)
+    strategy: str            # general | lanes | rows | blocked | layers (sweep.core.layers)
     dtype: str               # float64 | float32 (the state; observables are float64)
     symmetric: bool = False  # blocked: whole n x n weights (Symmetric) or [TILE, n] tiles
     tile: int = TILE         # blocked: rows per BLAS call (fixed: the numbers depend on it)
@@ -75,7 +79,7 @@ def kernel_plan(job: Job) -> KernelPlan:
     if not fast_path_covers(model, integ):
         return KernelPlan("general", integ.dtype)
     if model.n < BLOCKED_MIN_N:
-        return KernelPlan("rows", integ.dtype)
+        return KernelPlan("lanes" if model.d <= LANES_MAX_D else "rows", integ.dtype)
     item = np.dtype(integ.dtype).itemsize
     symmetric = SYMMETRIC_MIN_N <= model.n and model.n**2 * item <= SYMMETRIC_MAX_BYTES
     return KernelPlan("blocked", integ.dtype, symmetric=symmetric)
@@ -128,7 +132,8 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions.
 
     "rows" jobs (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its
-    weights); a "blocked" job holds a [TILE, n] tile of it (and 4 n-vectors) per thread,
+    weights), "lanes" jobs none (a block of up to LANES of them shares two); a "blocked"
+    job holds a [TILE, n] tile of it (and 4 n-vectors) per thread,
     counted here for one thread (a job sharing its tiles over T threads holds less than T
     one-thread jobs, which is what resources.need budgets); a symmetric one an n x n matrix
     and a few n-vectors per tile instead; every path, the cluster-resolved observables'
@@ -148,13 +153,13 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     m = job.model
     matrices = plan.strategy == "general" and not m.qk == m.v == "identity"
     per_head = 0 if plan.strategy != "general" else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
-    copies = {"general": 1, "rows": 2, "blocked": 3}[plan.strategy] + stages
+    copies = {"general": 1, "rows": 2, "lanes": 2, "blocked": 3}[plan.strategy] + stages
     if plan.symmetric:
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // plan.tile)
         square = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
     else:
-        square = {"general": 0, "rows": 2 * n * n * 8,
+        square = {"general": 0, "rows": 2 * n * n * 8, "lanes": 0,
                   "blocked": min(plan.tile, n) * n * item + 4 * n * 8}[plan.strategy]
     resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
     return {"model.n": copies * n * d * 8 + 5 * n * 8 + square + resolved,

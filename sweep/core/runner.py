@@ -28,7 +28,7 @@ from sweep.core.resources import available_cpus
 from sweep.core.simulate import Stopped, simulate_batch, warm_up
 from sweep.core.store import Store
 from sweep.errors import Interrupted, StoreError
-from sweep.kernels.codes import LANES_MAX_D, LANES_MIN, STATUS_FAILED, STATUS_NONFINITE
+from sweep.kernels.codes import LANES_MIN, STATUS_FAILED, STATUS_NONFINITE
 
 
 @dataclass
@@ -108,8 +108,8 @@ def batch_size(job: Job, count: int, width: int, positions: str) -> int:
         return 1
     seconds = job_flop(job) / NOMINAL_FLOPS[plan.strategy]
     held = sum(job_memory(job, positions).values())
-    lanes = plan.strategy == "rows" and job.model.d <= LANES_MAX_D
-    least = LANES_MIN if lanes and count >= LANES_BATCHES_PER_THREAD * LANES_MIN * width else 1
+    fill = plan.strategy == "lanes" and count >= LANES_BATCHES_PER_THREAD * LANES_MIN * width
+    least = LANES_MIN if fill else 1
     return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
                       BATCH_BYTES // max(held, 1),
                       max(least, count // (BATCHES_PER_THREAD * width))))

@@ -35,6 +35,7 @@ from sweep.kernels.codes import (
 )
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
+from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.rows import integrate_rows_batch
 
 
@@ -123,21 +124,21 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
 def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | None = None,
                    kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
                    ) -> list[JobResult | Exception]:
-    """Integrate jobs of one batch_key: flows on the rows path in one compiled call, others
-    one after another. A job whose start or model cannot be built gives its exception in its
-    place (the others run); Stopped if the stop flag ended the batch (none of it is kept).
-    Each job's wall_seconds: building its start, plus its share of the compiled call.
-    Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the rows
-    path computes no more than they need (codes.save_level)."""
+    """Integrate jobs of one batch_key: flows on the lanes or rows path in one compiled call,
+    others one after another. A job whose start or model cannot be built gives its exception
+    in its place (the others run); Stopped if the stop flag ended the batch (none of it is
+    kept). Each job's wall_seconds: building its start, plus its share of the compiled call.
+    Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the lanes
+    and rows paths compute no more than they need (codes.save_level)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    if kernel.strategy != "rows" or jobs[0].model.layers is not None:
+    if kernel.strategy not in ("rows", "lanes") or jobs[0].model.layers is not None:
         return [_chosen(_one(job, kernel, positions, flag), columns) for job in jobs]
     out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
     ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
     if ready:
-        done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], positions,
-                           flag, columns)
+        done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], kernel,
+                           positions, flag, columns)
         for k, result in zip(ready, done):
             out[k] = result
     return out
@@ -187,10 +188,11 @@ def _starts(jobs: list[Job], dtype: str) -> list:
     return out
 
 
-def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
-                columns: tuple[str, ...]) -> list:
-    """JobResults of jobs whose starts are drawn, from one integrate_rows_batch call, with
-    the observables `columns` only (computed to codes.save_level, taken out once)."""
+def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: str,
+                flag: np.ndarray, columns: tuple[str, ...]) -> list:
+    """JobResults of jobs whose starts are drawn, from one integrate_lanes or
+    integrate_rows_batch call (kernel.strategy), with the observables `columns` only
+    (computed to codes.save_level, taken out once)."""
     t0 = time.perf_counter()
     first, integ = jobs[0], jobs[0].integrate
     xs = np.stack([x for x, _ in starts])
@@ -199,9 +201,13 @@ def _rows_batch(jobs: list[Job], starts: list, positions: str, flag: np.ndarray,
     betas, dts, epss = (np.ascontiguousarray(a) for a in np.array(
         [[j.model.beta * j.model.beta_factor, j.integrate.dt, j.integrate.cluster_eps]
          for j in jobs], float).T)
-    if integrate_rows_batch(xs, betas, first.model.attention == "softmax",
-                            METHOD_CODES[integ.method], dts, integ.save_stride, epss, obs,
-                            traj, flag, status, save_level(columns)) == STOPPED:
+    args = (xs, betas, first.model.attention == "softmax", METHOD_CODES[integ.method], dts,
+            integ.save_stride, epss, obs, traj, flag, status)
+    if kernel.strategy == "lanes":
+        code = integrate_lanes(*args, np.zeros(len(jobs), dtype=np.int64), save_level(columns))
+    else:
+        code = integrate_rows_batch(*args, save_level(columns))
+    if code == STOPPED:
         raise Stopped(first.id)
     if columns != OBSERVABLES:
         obs = obs[:, :, _indices(columns)]
@@ -302,7 +308,10 @@ def _compile(kernel: KernelPlan) -> None:
     elif kernel.strategy == "blocked":
         integrate_blocked(x, 1.0, True, *common, symmetric=kernel.symmetric)
     else:
-        one = np.ones(1)
-        integrate_rows_batch(x[None], one, True, common[0], one * 0.1, 1, one * 1e-3,
-                             common[4][None], common[5][None], common[6],
-                             np.zeros(1, dtype=np.int64), SAVE_ALL)
+        one, status = np.ones(1), np.zeros(1, dtype=np.int64)
+        args = (x[None], one, True, common[0], one * 0.1, 1, one * 1e-3, common[4][None],
+                common[5][None], common[6], status)
+        if kernel.strategy == "lanes":
+            integrate_lanes(*args, status.copy(), SAVE_ALL)
+        else:
+            integrate_rows_batch(*args, SAVE_ALL)

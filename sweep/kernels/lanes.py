@@ -316,103 +316,95 @@ def lane_gram(X, b, g):
 
 
 @jit_fma
-def integrate_block(xs, lo, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
-                    status, recorded, level):
-    """Systems lo .. lo + L - 1 of integrate_lanes' batch as one block of L lanes."""
-    L, n, d = betas.shape[0], xs.shape[1], xs.shape[2]
-    c = 1.0 if softmax else 0.0
-    X = np.empty((n, d, L))
-    for b in range(L):
-        for i in range(n):
-            for k in range(d):
-                X[i, k, b] = xs[lo + b, i, k]
-    columns = L < LANES_MIN
-    ws = np.empty((5 if method == RK4 else 1, n, d, L) if not columns else (0, n, d, L))
-    wc = np.empty((6, d, n) if columns else (0, d, n))
-    zc, gc, wv = np.empty(n), np.empty(n), np.empty(n)
-    Z, G, Wt, count = np.empty((n, L)), np.empty(L), np.empty(L), np.zeros(L, dtype=np.int64)
-    eps1, half, sixth = 1.0 - epss, 0.5 * dts, dts / 6.0
-    alive = np.ones(L, dtype=np.bool_)
-    t, m, r = np.empty(L), np.empty(L), np.empty(L)
-    g, e, rows, acc = np.empty((n, n)), np.empty((n, n)), np.empty((n, 6)), np.empty((4, n))
-    parent, grp = np.empty(n, dtype=np.int64), groups_scratch(n, d)
-    single, pairs = xs.itemsize == 4, n * (n - 1)
-    for s in range(obs.shape[1]):
-        if s > 0:
-            for k in range(save_stride):
-                if stop[0] != 0:
-                    return STOPPED
-                counting = k == 0 and level == SAVE_CLOSE
-                if counting:
-                    count[:] = 0
-                if columns:
-                    count[0] = step_columns(X, betas[0], c, softmax, method, dts[0], wc, zc,
-                                            gc, wv, eps1[0], counting)
-                else:
-                    step(X, betas, c, softmax, method, dts, half, sixth, ws, Z, G, Wt, count,
-                         eps1, counting)
-                if single:
-                    round32(X)
-                if counting:  # the close pairs of the save before this step
-                    for b in range(L):
-                        if alive[b]:
-                            obs[lo + b, s - 1, 3] = count[b] / pairs if n > 1 else np.nan
-        finite_lanes(X, t)
-        if level == SAVE_CLOSE:
-            order_lanes(X, m, r)
-        for b in range(L):
-            if not alive[b]:
-                continue
-            x = xs[lo + b]
-            if t[b] != 0.0:  # not finite: the run ends here, x as it is
-                copy_lane(X, b, x)
-                alive[b], status[lo + b] = False, NONFINITE
-                continue
-            recorded[lo + b] = s + 1
-            out = obs[lo + b, s]
-            if level == SAVE_CLOSE:
-                out[0] = r[b]
-            else:
-                copy_lane(X, b, x)
-                lane_gram(X, b, g)
-                if level == SAVE_ALL:
-                    for i in range(n):
-                        for j in range(n):
-                            e[i, j] = exp1(betas[b] * (g[i, j] - c))
-                    observe_weighted(x, g, e, betas[b], c, epss[b], out, rows, acc, parent,
-                                     grp)
-                else:
-                    observe_pairs(x, g, epss[b], level, out, rows, acc, parent)
-            if traj.shape[1] > 0:
-                copy_lane(X, b, x)
-                traj[lo + b, s] = x
-        if stop[0] != 0:
-            return STOPPED
-    for b in range(L):
-        if alive[b]:
-            copy_lane(X, b, xs[lo + b])
-    if level == SAVE_CLOSE:
-        count_close(X, eps1, G, count)
-        for b in range(L):
-            if alive[b]:
-                obs[lo + b, obs.shape[1] - 1, 3] = count[b] / pairs if n > 1 else np.nan
-    return OK
-
-
-@jit_fma
 def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
                     status, recorded, level):
     """rows.integrate_rows_batch's arguments and results, the systems in blocks of up to
-    LANES lanes (blocks of near-equal size, so none is left short of the vector width);
-    recorded: [B] int64, the saves each system recorded."""
-    B = xs.shape[0]
+    LANES lanes (blocks of near-equal size, so none is left short of the vector width),
+    each block stepped to the end before the next; recorded: [B] int64, the saves each
+    system recorded. One compiled function for the whole loop: each level of jitted calls
+    recompiles the code under it, and a block's own function cost 10 s of compile time."""
+    B, n, d = xs.shape
+    c = 1.0 if softmax else 0.0
     blocks = -(-B // LANES) if B >= LANES_MIN else B  # too few to fill lanes: one by one
-    for k in range(blocks):
-        lo, hi = k * B // blocks, (k + 1) * B // blocks
+    for blk in range(blocks):
+        lo, hi = blk * B // blocks, (blk + 1) * B // blocks
+        L, bs, ts, es = hi - lo, betas[lo:hi].copy(), dts[lo:hi].copy(), epss[lo:hi].copy()
         status[lo:hi] = OK
         recorded[lo:hi] = 0
-        if integrate_block(xs, lo, betas[lo:hi].copy(), softmax, method, dts[lo:hi].copy(),
-                           save_stride, epss[lo:hi].copy(), obs, traj, stop, status, recorded,
-                           level) == STOPPED:
-            return STOPPED
+        X = np.empty((n, d, L))
+        for b in range(L):
+            for i in range(n):
+                for k in range(d):
+                    X[i, k, b] = xs[lo + b, i, k]
+        columns = L < LANES_MIN
+        ws = np.empty((5 if method == RK4 else 1, n, d, L) if not columns else (0, n, d, L))
+        wc = np.empty((6, d, n) if columns else (0, d, n))
+        zc, gc, wv = np.empty(n), np.empty(n), np.empty(n)
+        Z, G, Wt = np.empty((n, L)), np.empty(L), np.empty(L)
+        count = np.zeros(L, dtype=np.int64)
+        eps1, half, sixth = 1.0 - es, 0.5 * ts, ts / 6.0
+        alive = np.ones(L, dtype=np.bool_)
+        t, m, r = np.empty(L), np.empty(L), np.empty(L)
+        g, e, rows, acc = np.empty((n, n)), np.empty((n, n)), np.empty((n, 6)), np.empty((4, n))
+        parent, grp = np.empty(n, dtype=np.int64), groups_scratch(n, d)
+        single, pairs = xs.itemsize == 4, n * (n - 1)
+        for s in range(obs.shape[1]):
+            if s > 0:
+                for k in range(save_stride):
+                    if stop[0] != 0:
+                        return STOPPED
+                    counting = k == 0 and level == SAVE_CLOSE
+                    if counting:
+                        count[:] = 0
+                    if columns:
+                        count[0] = step_columns(X, bs[0], c, softmax, method, ts[0], wc, zc,
+                                                gc, wv, eps1[0], counting)
+                    else:
+                        step(X, bs, c, softmax, method, ts, half, sixth, ws, Z, G, Wt, count,
+                             eps1, counting)
+                    if single:
+                        round32(X)
+                    if counting:  # the close pairs of the save before this step
+                        for b in range(L):
+                            if alive[b]:
+                                obs[lo + b, s - 1, 3] = count[b] / pairs if n > 1 else np.nan
+            finite_lanes(X, t)
+            if level == SAVE_CLOSE:
+                order_lanes(X, m, r)
+            for b in range(L):
+                if not alive[b]:
+                    continue
+                x = xs[lo + b]
+                if t[b] != 0.0:  # not finite: the run ends here, x as it is
+                    copy_lane(X, b, x)
+                    alive[b], status[lo + b] = False, NONFINITE
+                    continue
+                recorded[lo + b] = s + 1
+                out = obs[lo + b, s]
+                if level == SAVE_CLOSE:
+                    out[0] = r[b]
+                else:
+                    copy_lane(X, b, x)
+                    lane_gram(X, b, g)
+                    if level == SAVE_ALL:
+                        for i in range(n):
+                            for j in range(n):
+                                e[i, j] = exp1(bs[b] * (g[i, j] - c))
+                        observe_weighted(x, g, e, bs[b], c, es[b], out, rows, acc, parent,
+                                         grp)
+                    else:
+                        observe_pairs(x, g, es[b], level, out, rows, acc, parent)
+                if traj.shape[1] > 0:
+                    copy_lane(X, b, x)
+                    traj[lo + b, s] = x
+            if stop[0] != 0:
+                return STOPPED
+        for b in range(L):
+            if alive[b]:
+                copy_lane(X, b, xs[lo + b])
+        if level == SAVE_CLOSE:
+            count_close(X, eps1, G, count)
+            for b in range(L):
+                if alive[b]:
+                    obs[lo + b, obs.shape[1] - 1, 3] = count[b] / pairs if n > 1 else np.nan
     return OK

@@ -1,7 +1,7 @@
 """Serial fast path for one small system: identity matrices, one head, dense mask, no noise.
 
-Systems of up to codes.LANES_MAX_D dimensions are handed to lanes.py (one system per SIMD
-lane, a batch at a time); what follows is the path of the others.
+Systems of up to codes.LANES_MAX_D dimensions take lanes.py instead (sweep.core.kernel), one
+system per SIMD lane, a batch at a time: faster in batches, with other last bits.
 
 The state is held transposed, xt: [d, n] float64 (structure of arrays), so every inner loop
 runs over tokens j with unit stride and vectorises whatever d is, exp included (expfast.py).
@@ -17,11 +17,10 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma
-from sweep.kernels.codes import LANES_MAX_D, LAYER, OK, RK4, SAVE_ALL, STOPPED
+from sweep.kernels.codes import LAYER, OK, RK4, SAVE_ALL, STOPPED
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import Groups, groups_scratch
-from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.sphere import axpy, rk4_combine
 from sweep.kernels.timeloop import implement, run
 
@@ -314,17 +313,9 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     """drive.integrate for the fast case: same arguments (beta, softmax flag for the model),
     same outputs and status codes. x: [n, d] float64 or float32, advanced in place.
     level: SAVE_ALL records every observable, the others of codes.save_level less (NaN in
-    the columns they leave out). Up to d = LANES_MAX_D, lanes.py's numbers (as one lane).
+    the columns they leave out).
     """
     n, d = x.shape
-    if d <= LANES_MAX_D:  # lanes.py, as one lane
-        status, recorded = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        code = integrate_lanes(x.reshape((1, n, d)), np.full(1, beta), softmax, method,
-                               np.full(1, dt), save_stride, np.full(1, eps),
-                               obs.reshape((1, obs.shape[0], obs.shape[1])),
-                               traj.reshape((1, traj.shape[0], n, d)), stop, status, recorded,
-                               level)
-        return (STOPPED if code == STOPPED else status[0]), recorded[0]
     xt = np.empty((d, n))
     _load(x, xt)
     system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
@@ -339,17 +330,13 @@ def integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, obs
                          status, level):
     """integrate_rows for B systems of one shape in one compiled call, one after another, so
     a sweep of small systems pays its Python and I/O costs per batch, not per system. Each
-    system gets exactly integrate_rows' arithmetic: the batch size changes no bit. Up to
-    d = LANES_MAX_D the batch runs as lanes (lanes.integrate_lanes).
+    system gets exactly integrate_rows' arithmetic: the batch size changes no bit.
 
     xs: [B, n, d] advanced in place; betas, dts, epss: [B] float64; obs: [B, n_saves, N_OBS];
     traj: [B, n_saves, n, d], or [B, 0, n, d] for none; stop: [1] int; status: [B] int64,
     filled with each system's status (OK or NONFINITE); level: integrate_rows'. Returns OK,
     or STOPPED as soon as one system stops (the systems after it are not started).
     """
-    if xs.shape[2] <= LANES_MAX_D:
-        return integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, traj,
-                               stop, status, np.zeros(xs.shape[0], dtype=np.int64), level)
     for b in range(xs.shape[0]):
         status[b] = integrate_rows(xs[b], betas[b], softmax, method, dts[b], save_stride,
                                    epss[b], obs[b], traj[b], stop, level)[0]
