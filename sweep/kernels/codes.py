@@ -108,9 +108,9 @@ LAYER_SERIES = {
                    "h_i / |h_i|)", "1"),
 }
 N_OBS = len(OBSERVABLES)
-# How much a save of the rows path computes (gramobs.observe_pairs): the order parameter and
-# the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters' union-find
-# too (PAIRS: all that the Gram matrix alone gives), or everything (ALL).
+# How much a save of the lanes and rows paths computes (gramobs.observe_pairs): the order
+# parameter and the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters'
+# union-find too (PAIRS: all that the Gram matrix alone gives), or everything (ALL).
 SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL = 0, 1, 2, 3
 
 

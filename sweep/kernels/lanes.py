@@ -1,11 +1,11 @@
-"""Many small systems at once, one system per SIMD lane: the rows path for d <= LANES_MAX_D.
+"""Many small systems at once, one per SIMD lane: the fast path for n < 256, d <= LANES_MAX_D.
 
 A batch of systems of one shape is held as X: [n, d, L], system b in lane b, so every inner
 loop runs over the L systems with unit stride and vectorises whatever n and d are (each
 vector instruction advances 4 systems on AVX2, 8 on AVX-512). Nothing is summed across
 lanes, so the lanes never meet: a system's numbers are the same whatever batch, block or
-lane it runs in, or alone (when L is below the vector width, the same loops run scalar and
-give the same bits: tests/test_lanes.py).
+lane it runs in, or alone (fewer than LANES_MIN systems run one at a time through
+velocity_columns, which gives the same bits: tests/test_lanes.py).
 
 Each pair i < j is visited once per velocity: g_ij = sum_k x_ik x_jk (k in order), its
 weight w_ij = exp(beta (g_ij - c)) (c = 1 softmax, 0 unnormalized, as rows.py) added to both
@@ -17,12 +17,13 @@ the pairs (i, j)), with no reassociation: compiled with contraction into fused m
 only (jit_fma), which keeps exp1 exact.
 
 At (32, 2), the reference workload's shape, a layer step with a save of the clustered fraction
-at every step: 1.6-2.1 us per system against rows.py's 3.2-4.0 (benchmarks/run.py).
+at every step: 1.6-2.1 us per system against rows.py's 3.1-4.0 in batches of 128
+(docs/performance.md).
 A save that records only the order parameter and the clustered fraction (SAVE_CLOSE) counts
 the close pairs inside the next step's pair loop (its g_ij are the save's); any other save
 builds the system's Gram matrix from its lane (the same g_ij) and uses gramobs as rows.py
 does. Float32 systems are computed in float64 and rounded to float32 after every step.
-The time loop (integrate_block) follows timeloop.run's rules (save 0, then save_stride steps
+The time loop (integrate_lanes) follows timeloop.run's rules (save 0, then save_stride steps
 before each further save, the stop flag polled before every step, a state that is not
 finite ending its system's run at that save), written over lanes: a system that ends is
 left where it ended while the others go on.
