@@ -17,7 +17,7 @@ import xarray as xr
 import yaml
 
 from helpers import invoke, per_job, values
-from sweep.core import config, runner
+from sweep.core import config, netcdf, runner
 from sweep.core import simulate as sim
 from sweep.core.grid import expand
 from sweep.core.locks import JobLocks
@@ -199,12 +199,12 @@ def test_disk_full_mid_run_stops_and_keeps_whole_parts(setup, straight, monkeypa
 def test_disk_full_while_writing_the_dataset(setup, straight, monkeypatch):
     path, out, store, jobs = setup
 
-    def half_then_full(self, target, **kwargs):
-        pathlib.Path(target).write_text("CDF partial")
+    def half_then_full(self):  # the file made and its variables defined, then the disk fills
+        pathlib.Path(self.side).write_text("CDF partial")
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with monkeypatch.context() as patch:
-        patch.setattr(xr.Dataset, "to_netcdf", half_then_full)
+        patch.setattr(netcdf.BlockWriter, "_copy_coordinates", half_then_full)
         line = one_clean_line(invoke("run", path, "--out", out), 1)
     assert "res.nc: cannot write results (No space left on device)" in line
     assert not out.exists() and not temp_files(out.parent)
