@@ -65,11 +65,12 @@ def test_every_lane_matches_the_reference(method, kind, n, d):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("method", list(METHOD_CODES))
 @pytest.mark.parametrize("level", [SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL])
-@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("d", [2, 3, 5])
 def test_a_system_gets_the_same_bits_in_any_batch_block_or_lane(dtype, method, level, d):
     """Alone (one scalar lane), in a batch below the vector width, and at two places of a
     batch of two blocks (35 and 36 lanes, padded to 36): the same observables, positions and
-    final state, bit for bit; d = 2 runs lanes.pair_sums_circle, d = 3 pair_sums."""
+    final state, bit for bit; d = 2 and 3 run lanes' f64x4 pair loops, d = 5 its loops over
+    lanes."""
     count, n = LANES + 7, 12
     x0 = starts(count, n, d, seed=1)
     betas = np.linspace(0.5, 9.0, count)

@@ -16,12 +16,14 @@ in the order j = 0, 1, ..., n - 1 (the pairs (j, i) of earlier rows, then the di
 the pairs (i, j)), with no reassociation: compiled with contraction into fused multiply-adds
 only (jit_fma), which keeps exp1 exact.
 
-The pair loop (pair_sums, and pair_sums_circle for d = 2) is written in simd.py's f64x4
-values, WIDTH lanes at a time: a token's sums stay in registers across its pairs and no
-run-time alias checks guard each 64-lane loop, as they did when each step of a pair was a
-loop over the lanes for LLVM to vectorise (docs/performance.md). Its operations are the old
-loops' own, so the bits are theirs; a block's lanes are padded to a multiple of WIDTH with
-copies of its last system, whose numbers are never read.
+For d = 2 and 3 the pair loop (pair_sums_circle, pair_sums_sphere) is written in simd.py's
+f64x4 values, WIDTH lanes at a time: a token's position and sums stay in registers across
+its pairs, and no run-time alias checks guard each 64-lane loop, as they do when each step
+of a pair is a loop over the lanes for LLVM to vectorise (pair_sums_loops, which serves
+d >= 4, where a token no longer fits in registers and the loops are the faster:
+docs/performance.md). The operations are the loops' own, so the bits are theirs; a block's
+lanes are padded to a multiple of WIDTH with copies of its last system, whose numbers are
+never read.
 
 At (32, 2), the reference workload's shape, a layer step with a save of the clustered fraction
 at every step: 1.35-1.7 us per system against rows.py's 3.1-4.0 in batches of 128
@@ -38,6 +40,7 @@ left where it ended while the others go on.
 
 import numpy as np
 
+from sweep.kernels import simd as v
 from sweep.kernels._jit import jit, jit_fma, jit_fma_inline
 from sweep.kernels.codes import (
     LANES,
@@ -50,7 +53,6 @@ from sweep.kernels.codes import (
     SAVE_CLOSE,
     STOPPED,
 )
-from sweep.kernels import simd as v
 from sweep.kernels.expfast import exp1, exp4
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import groups_scratch
@@ -74,48 +76,47 @@ def dots(X, i, Y, j, G):
 
 
 @jit_fma_inline
-def lane_dot(X, i, Y, j, b):
-    """dots' g_ij for the WIDTH lanes from b, as one f64x4 (simd.py): the same products,
-    summed in the same order, each step one fused multiply-add, as dots compiles."""
-    g = v.load(X, (i, 0, b)) * v.load(Y, (j, 0, b))
-    for k in range(1, X.shape[1]):
-        g = v.fma(v.load(X, (i, k, b)), v.load(Y, (j, k, b)), g)
-    return g
-
-
-@jit_fma_inline
-def pair_sums(X, b, beta, c, V, Z, e1, step):
-    """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) for the
-    WIDTH lanes from b, each pair i < j visited once; beta, e1, step: f64x4. Returns step
-    summed over the ordered pairs i != j with g_ij > e1, lane by lane."""
-    n, d = X.shape[0], X.shape[1]
-    zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
+def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
+    """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) in every
+    lane, each pair i < j visited once, each of its steps a loop over the lanes for LLVM to
+    vectorise (any d; G, Wt: [L] scratch); counting: add to count[b] the ordered pairs
+    i != j with g_ij > eps1[b]."""
+    n, d, L = X.shape
     for i in range(n):
-        v.store(Z, (i, b), zero)
+        for b in range(L):
+            Z[i, b] = 0.0
         for k in range(d):
-            v.store(V, (i, k, b), zero)
+            for b in range(L):
+                V[i, k, b] = 0.0
+    twice = 2 if counting else 0  # each close pair counts as (i, j) and (j, i)
     for i in range(n):
-        w = exp4(beta * (lane_dot(X, i, X, i, b) - cc))  # the diagonal
-        zi = v.load(Z, (i, b)) + w  # rows before i added their pairs (j, i) already
+        dots(X, i, X, i, G)  # the diagonal
+        for b in range(L):
+            Wt[b] = exp1(beta[b] * (G[b] - c))
+            Z[i, b] += Wt[b]
         for k in range(d):
-            v.store(V, (i, k, b), v.fma(w, v.load(X, (i, k, b)), v.load(V, (i, k, b))))
+            for b in range(L):
+                V[i, k, b] += Wt[b] * X[i, k, b]
         for j in range(i + 1, n):
-            g = lane_dot(X, i, X, j, b)
-            w = exp4(beta * (g - cc))
-            zi = zi + w
-            v.store(Z, (j, b), v.load(Z, (j, b)) + w)
-            close = v.add_where_greater(close, g, e1, step)
+            dots(X, i, X, j, G)
+            for b in range(L):
+                w = exp1(beta[b] * (G[b] - c))
+                Z[i, b] += w
+                Z[j, b] += w
+                Wt[b] = w
+                count[b] += twice * (G[b] > eps1[b])
             for k in range(d):
-                v.store(V, (i, k, b), v.fma(w, v.load(X, (j, k, b)), v.load(V, (i, k, b))))
-                v.store(V, (j, k, b), v.fma(w, v.load(X, (i, k, b)), v.load(V, (j, k, b))))
-        v.store(Z, (i, b), zi)
-    return close
+                for b in range(L):
+                    V[i, k, b] += Wt[b] * X[j, k, b]
+                    V[j, k, b] += Wt[b] * X[i, k, b]
 
 
 @jit_fma_inline
 def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
-    """pair_sums for d = 2, the same numbers: token i's position and sums held in registers
-    across its pairs (the general loop over k keeps them in memory)."""
+    """pair_sums_loops' Z and V for d = 2 and the WIDTH lanes from b, the same numbers, in
+    f64x4 values (simd.py): token i's position and sums held in registers across its pairs;
+    beta, e1, step: f64x4. Returns step summed over the ordered pairs i != j with
+    g_ij > e1, lane by lane."""
     n = X.shape[0]
     zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
     for i in range(n):
@@ -145,22 +146,59 @@ def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
     return close
 
 
+@jit_fma_inline
+def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
+    """pair_sums_circle for d = 3."""
+    n = X.shape[0]
+    zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
+    for i in range(n):
+        v.store(Z, (i, b), zero)
+        for k in range(3):
+            v.store(V, (i, k, b), zero)
+    for i in range(n):
+        xi0, xi1, xi2 = v.load(X, (i, 0, b)), v.load(X, (i, 1, b)), v.load(X, (i, 2, b))
+        w = exp4(beta * (v.fma(xi2, xi2, v.fma(xi1, xi1, xi0 * xi0)) - cc))
+        zi = v.load(Z, (i, b)) + w
+        vi0 = v.fma(w, xi0, v.load(V, (i, 0, b)))
+        vi1 = v.fma(w, xi1, v.load(V, (i, 1, b)))
+        vi2 = v.fma(w, xi2, v.load(V, (i, 2, b)))
+        for j in range(i + 1, n):
+            xj0, xj1, xj2 = v.load(X, (j, 0, b)), v.load(X, (j, 1, b)), v.load(X, (j, 2, b))
+            g = v.fma(xi2, xj2, v.fma(xi1, xj1, xi0 * xj0))
+            w = exp4(beta * (g - cc))
+            zi = zi + w
+            v.store(Z, (j, b), v.load(Z, (j, b)) + w)
+            close = v.add_where_greater(close, g, e1, step)
+            vi0, vi1, vi2 = v.fma(w, xj0, vi0), v.fma(w, xj1, vi1), v.fma(w, xj2, vi2)
+            v.store(V, (j, 0, b), v.fma(w, xi0, v.load(V, (j, 0, b))))
+            v.store(V, (j, 1, b), v.fma(w, xi1, v.load(V, (j, 1, b))))
+            v.store(V, (j, 2, b), v.fma(w, xi2, v.load(V, (j, 2, b))))
+        v.store(Z, (i, b), zi)
+        v.store(V, (i, 0, b), vi0)
+        v.store(V, (i, 1, b), vi1)
+        v.store(V, (i, 2, b), vi2)
+    return close
+
+
 @jit_fma
-def velocity(X, beta, c, softmax, method, V, Z, G, count, eps1, counting):
+def velocity(X, beta, c, softmax, method, V, Z, G, Wt, count, eps1, counting):
     """V = P_x(v), v_i = sum_j w_ij x_j / z_i (v itself for the layer method), every lane;
-    X, V: [n, d, L], L a multiple of simd.WIDTH; Z: [n, L] scratch; G: [L] scratch; beta,
-    eps1: [L]. counting: add to count[b] the ordered pairs i != j with g_ij > eps1[b]
+    X, V: [n, d, L], L a multiple of simd.WIDTH; Z: [n, L] scratch; G, Wt: [L] scratch;
+    beta, eps1: [L]. counting: add to count[b] the ordered pairs i != j with g_ij > eps1[b]
     (= 1 - eps)."""
     n, d, L = X.shape
-    step = v.splat(2.0 if counting else 0.0)  # each close pair counts as (i, j) and (j, i)
-    for b in range(0, L, v.WIDTH):
-        lanes_beta, e1 = v.load(beta, b), v.load(eps1, b)
-        if d == 2:
-            close = pair_sums_circle(X, b, lanes_beta, c, V, Z, e1, step)
-        else:
-            close = pair_sums(X, b, lanes_beta, c, V, Z, e1, step)
-        for q in range(v.WIDTH):
-            count[b + q] += int(v.lane(close, q))
+    if d == 2 or d == 3:  # the common cases in registers; above, the loops keep up
+        step = v.splat(2.0 if counting else 0.0)  # each close pair: (i, j) and (j, i)
+        for b in range(0, L, v.WIDTH):
+            lanes_beta, e1 = v.load(beta, b), v.load(eps1, b)
+            if d == 2:
+                close = pair_sums_circle(X, b, lanes_beta, c, V, Z, e1, step)
+            else:
+                close = pair_sums_sphere(X, b, lanes_beta, c, V, Z, e1, step)
+            for q in range(v.WIDTH):
+                count[b + q] += int(v.lane(close, q))
+    else:
+        pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting)
     for i in range(n):
         for b in range(L):
             Z[i, b] = 1.0 / Z[i, b] if softmax else 1.0 / n
@@ -199,19 +237,19 @@ def axpy(out, x, a, y):
 
 
 @jit_fma
-def step(X, beta, c, softmax, method, dt, half, sixth, ws, Z, G, count, eps1, counting):
+def step(X, beta, c, softmax, method, dt, half, sixth, ws, Z, G, Wt, count, eps1, counting):
     """One euler, layer or rk4 step of every lane in place, then renormalisation; dt, half,
     sixth: [L] (dt, dt / 2, dt / 6); ws: [5, n, d, L] scratch."""
     n, d, L = X.shape
     k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity(X, beta, c, softmax, method, k1, Z, G, count, eps1, counting)
+    velocity(X, beta, c, softmax, method, k1, Z, G, Wt, count, eps1, counting)
     if method == RK4:
         axpy(y, X, half, k1)
-        velocity(y, beta, c, softmax, method, k2, Z, G, count, eps1, False)
+        velocity(y, beta, c, softmax, method, k2, Z, G, Wt, count, eps1, False)
         axpy(y, X, half, k2)
-        velocity(y, beta, c, softmax, method, k3, Z, G, count, eps1, False)
+        velocity(y, beta, c, softmax, method, k3, Z, G, Wt, count, eps1, False)
         axpy(y, X, dt, k3)
-        velocity(y, beta, c, softmax, method, k4, Z, G, count, eps1, False)
+        velocity(y, beta, c, softmax, method, k4, Z, G, Wt, count, eps1, False)
         for i in range(n):
             for k in range(d):
                 for b in range(L):
@@ -409,7 +447,7 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
         ws = np.empty((5 if method == RK4 else 1, n, d, P) if not columns else (0, n, d, P))
         wc = np.empty((6, d, n) if columns else (0, d, n))
         zc, gc, wv = np.empty(n), np.empty(n), np.empty(n)
-        Z, G = np.empty((n, P)), np.empty(P)
+        Z, G, Wt = np.empty((n, P)), np.empty(P), np.empty(P)
         count = np.zeros(P, dtype=np.int64)
         eps1, half, sixth = 1.0 - es, 0.5 * ts, ts / 6.0
         alive = np.ones(P, dtype=np.bool_)
@@ -429,7 +467,7 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
                         count[0] = step_columns(X, bs[0], c, softmax, method, ts[0], wc, zc,
                                                 gc, wv, eps1[0], counting)
                     else:
-                        step(X, bs, c, softmax, method, ts, half, sixth, ws, Z, G, count,
+                        step(X, bs, c, softmax, method, ts, half, sixth, ws, Z, G, Wt, count,
                              eps1, counting)
                     if single:
                         round32(X)
