@@ -25,6 +25,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 GNU_TIME = "/usr/bin/time"  # GNU time (Debian/Ubuntu package `time`), for peak memory
+# Every timed process starts as on a user's machine, with Python's bytecode cache written
+# and read: where PYTHONDONTWRITEBYTECODE is set, each module edited since its last .pyc is
+# compiled again at every start (0.4 s of a one-job run of the reference config)
+WARM = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
 
 # 256 small jobs shaped like a real phase diagram: 16 betas x 16 seeds, 600 Euler steps each
 SWEEP = {
@@ -48,7 +52,8 @@ def process(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> dict:
     with tempfile.NamedTemporaryFile("r") as usage:
         t = time.perf_counter()
         done = subprocess.run([GNU_TIME, "-f", "%M %U %S", "-o", usage.name, *argv], cwd=cwd,
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              env=WARM if env is None else env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE,
                               text=True)
         wall = time.perf_counter() - t
         if done.returncode:
@@ -68,7 +73,7 @@ def _sweep_run_output(args: list[str], env: dict | None = None) -> tuple[float, 
     """_sweep_run's (wall, CPU) and what the run printed on stdout."""
     t, cpu = time.perf_counter(), _child_cpu()
     done = subprocess.run([sys.executable, "-m", "sweep", "run", *args], check=True, cwd=ROOT,
-                          env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                          env={**WARM, **(env or {})}, stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True)
     return time.perf_counter() - t, _child_cpu() - cpu, done.stdout
 

@@ -40,7 +40,7 @@ import numpy as np
 import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_sweep import ROOT, process  # noqa: E402
+from cli_sweep import ROOT, WARM, process  # noqa: E402
 
 SCRIPT = "phase-diagrams.py"
 CONFIG = ROOT / "configs" / "phase-glpr-reference.yaml"
@@ -98,7 +98,7 @@ def run(script: Path, python: str, betas: tuple[float, float, int] = (0.1, 9.0, 
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
     load = os.getloadavg()[0]
     timed = process([*pin, python, script.name, *args], cwd=script.parent,
-                    env={**os.environ, **PINNED})
+                    env={**WARM, **PINNED})  # the bytecode cache on, as for sweep
     wrote = {p.suffix: p.stat().st_size for p in script.parent.glob("ds_*")}
     return {"jobs": count * starts, "betas": count, "starts": starts, **timed,
             "pinned": " ".join(pin + [f"{k}={v}" for k, v in PINNED.items()]),

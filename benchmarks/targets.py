@@ -1,6 +1,7 @@
 """The whole-command targets of a phase-diagram sweep, each a fresh `sweep` process as a user
-starts it (warm compile cache), written as JSON to benchmarks/results/targets-*.json
-(benchmarks/targets_table.py turns the latest into the table of docs/performance.md).
+starts it (compiled kernels and Python's bytecode cached: cli_sweep.WARM), written as JSON
+to benchmarks/results/targets-*.json (benchmarks/targets_table.py turns the latest into the
+table of docs/performance.md).
 
   reference  configs/phase-glpr-reference.yaml (d 2, n 32, 90 betas x 128 starts, layer
              steps dt 0.1 to t 30, clustered fraction at every step) on one worker, against a
@@ -31,7 +32,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reference_code  # noqa: E402
-from cli_sweep import SWEEP, kernel_share, process  # noqa: E402
+from cli_sweep import SWEEP, WARM, kernel_share, process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
@@ -123,6 +124,7 @@ def main(quick: bool = False) -> Path:
         tmp = Path(tmp)
         result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat("T", "seconds"),
                   "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
+                  "bytecode_cache": "PYTHONDONTWRITEBYTECODE" not in WARM,
                   "reference": reference(tmp, 90 // scale)}
         result["reference_code"] = reference_code.entry(tmp, 90 // scale, result["reference"],
                                                         tmp / "phase.nc")

@@ -99,6 +99,7 @@ def outside(small: dict) -> float:
 def table(r: dict, source: str) -> str:
     lines = [f"From `{source}` ({r['when']}, {r['cores']} cores, load average "
              f"{r['load_before']:.1f} before and {r['load_after']:.1f} after"
+             f"{'; Python bytecode cached' if r.get('bytecode_cache') else ''}"
              f"{'; --quick: a tenth of each size' if r['quick'] else ''}):", "",
              "| | target | measured |", "|---|---|---|"]
     lines += [f"| {m} | {t} | {v} |" for m, t, v in rows(r)]
