@@ -178,11 +178,12 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
                          f"{len(todo)} of {len(jobs)} job(s)")
         merged = part is None and not only_failed
         if merged:
+            check_replaceable(where.output, config, jobs, force)
+        width = preflight(config, todo, workers or _shards.task_cpus(), merged)  # per kind
+        if merged:
             # built once for the run and the merge: each pass over a grid rebuilds its jobs
             # (0.15 s for the 11,520 of configs/phase-glpr-reference.yaml)
             todo = jobs = list(jobs)
-            check_replaceable(where.output, config, jobs, force)
-        width = preflight(config, todo, workers or _shards.task_cpus(), merged)
         outcome = Outcome(runner.RunReport(), where, len(jobs), part, len(todo))
         try:
             outcome.report = runner.run(todo, where, workers=width, force=force, hooks=hooks)
