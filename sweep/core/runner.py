@@ -162,9 +162,10 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     width = workers or available_cpus()
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
-            _compile(todo, hooks)
+            work = batches(todo, width, positions, batch)
+            _compile([b[0] for b in work], hooks)  # a batch's jobs share their kernel
             hooks.start(len(todo), report.skipped)
-            for group, size, threads in _stages(batches(todo, width, positions, batch), width):
+            for group, size, threads in _stages(work, width):
                 with ThreadPoolExecutor(max_workers=size) as pool:
                     _drain(pool, lambda b, t=threads: one(b, kernel_plan(b[0]).on(t)),
                            group, stop, report, hooks, locks, store)
