@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.core import states
+from sweep.execution import states
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.core import config
-from sweep.core.grid import expand
-from sweep.core.simulate import simulate
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution.simulate import simulate
 from sweep.kernels.codes import CLUSTERED, OBSERVABLES
 
 MEAN_COSINE = OBSERVABLES.index("mean_cosine")

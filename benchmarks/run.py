@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
-from sweep.core.states import uniform  # noqa: E402
+from sweep.execution.states import uniform  # noqa: E402
 from sweep.kernels._jit import jit_fast  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES  # noqa: E402

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from sweep.core.states import uniform
+from sweep.execution.states import uniform
 from sweep.kernels import blocked, gramobs, rows
 from sweep.kernels.codes import OBSERVABLES
 

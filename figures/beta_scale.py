@@ -22,7 +22,7 @@ import xarray as xr
 import yaml
 
 from sweep.analysis.results import plateau_span
-from sweep.core.config import BETA_FACTORS
+from sweep.config.schema import BETA_FACTORS
 
 
 def _sig(x: float) -> float | None:

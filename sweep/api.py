@@ -24,22 +24,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweep.core import config as _config
-from sweep.core.config import Config
-from sweep.core.grid import Axis, Job, axes, expand
-from sweep.core.grid import shard as _shard_jobs
-from sweep.core.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
-from sweep.core.yamltext import apply_overrides
+from sweep.config import schema as _config
+from sweep.config.grid import Axis, Job, axes, expand
+from sweep.config.grid import shard as _shard_jobs
+from sweep.config.schema import Config
+from sweep.config.yamltext import apply_overrides
 from sweep.errors import ConfigError, Interrupted, SweepWarning
+from sweep.execution.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
 from sweep.kernels import cache
 from sweep.scheduling import shards as _shards
 
 if TYPE_CHECKING:
     import xarray
 
-    from sweep.core.runner import Hooks, RunReport
-    from sweep.core.store import Store
+    from sweep.execution.runner import Hooks, RunReport
     from sweep.scheduling.status import Survey
+    from sweep.storage.store import Store
 
 
 # ---------------------------------------------------------------- configs and plans
@@ -89,7 +89,7 @@ def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
               warn: bool = True) -> int:
     """Refuse what cannot fit in memory (ConfigError); warn about unstable steps; return
     how many of `workers` jobs fit in memory at once."""
-    from sweep.core import resources, stability
+    from sweep.execution import resources, stability
 
     need = resources.need(jobs, config.output.positions, workers, merged)
     available = resources.available_memory()
@@ -110,8 +110,8 @@ def _output(config: Config, out: str | Path | None) -> Path:
 
 
 def store(config: Config, out: str | Path | None = None) -> Store:
-    """The parts folder of a config's results (sweep.core.store.Store), made from it."""
-    from sweep.core.store import Store
+    """The parts folder of a config's results (sweep.storage.store.Store), made from it."""
+    from sweep.storage.store import Store
 
     return Store(config, _output(config, out))
 
@@ -143,7 +143,7 @@ def run(config: Config, out: str | Path | None = None, workers: int | None = Non
     JobsFailed (a StoreError) if some jobs raised: it carries the dataset all the same.
     Interrupted on Ctrl-C or a stop signal, after keeping every finished job.
     """
-    from sweep.core.store import JobsFailed
+    from sweep.storage.store import JobsFailed
 
     outcome = execute(config, out, workers, shard, force, hooks=hooks)
     dataset = None if outcome.path is None else open(outcome.path, load=False)
@@ -160,11 +160,11 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
     only_failed: retry only the jobs whose part records a failure (parts only).
     keep_current: when nothing was left to run and the results file is this config's and
     newer than every part, leave it as it is."""
-    from sweep.core import runner
-    from sweep.core.merging import merge
-    from sweep.core.outputs import check_replaceable
+    from sweep.execution import runner
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
+    from sweep.storage.merging import merge
+    from sweep.storage.outputs import check_replaceable
 
     hooks = hooks or runner.Hooks()
     with stop_on_signals() as received:
@@ -199,7 +199,7 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
 def _current(where: Store, report) -> bool:
     """Whether the results file already holds what a merge would write: nothing ran, no
     part is damaged, the file is this config's and no part is newer."""
-    from sweep.core.outputs import written_by
+    from sweep.storage.outputs import written_by
 
     if report.completed or report.failed or report.damaged or report.elsewhere:
         return False
@@ -237,10 +237,10 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
     then NaN, status -1); StoreError if the parts folder holds another config's parts in place
     of this one's; ConfigError if the file at `out` holds another config's results, unless
     force (core.outputs.check_replaceable)."""
-    from sweep.core.merging import merge as assemble
-    from sweep.core.outputs import check_replaceable
     from sweep.scheduling import status
     from sweep.scheduling.signals import stop_on_signals
+    from sweep.storage.merging import merge as assemble
+    from sweep.storage.outputs import check_replaceable
 
     with stop_on_signals() as received:
         where, jobs, target = store(config), expand(config), _output(config, out)
@@ -259,7 +259,7 @@ def compile(config: Config) -> list[str]:
     """Compile exactly the kernel variants the config's jobs call into the compile cache,
     before many tasks start at once; returns their names (KernelPlan.variant). A training
     config (load_training) compiles those its observed runs call."""
-    from sweep.core.simulate import warm_up
+    from sweep.execution.simulate import warm_up
 
     jobs = expand(getattr(config, "config", config))
     warm_up(jobs)
@@ -370,7 +370,7 @@ def threshold(ds: xarray.Dataset | str | Path, var: str, along: str = "beta",
                           "to another file")
     th = locate(_dataset(ds), var, along, level, time, bootstrap, seed, direction)
     if out is not None:
-        from sweep.core.netcdf import write_dataset
+        from sweep.storage.netcdf import write_dataset
 
         write_dataset(th, out)
     return th
@@ -385,7 +385,7 @@ def monotone(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
 
     result = falls(_dataset(ds), var, along)
     if out is not None:
-        from sweep.core.netcdf import write_dataset
+        from sweep.storage.netcdf import write_dataset
 
         write_dataset(result, out)
     return result
@@ -430,10 +430,10 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     projected on their top K principal components; save_embeddings: also save the model's
     layer 0 for the text there, the start of a layer model that is the model. Docs:
     docs/trained.md, docs/layers.md."""
-    from sweep.core.files import read_bytes
-    from sweep.core.netcdf import write_dataset
-    from sweep.trained import bert
-    from sweep.trained import probe as probing
+    from sweep.config.files import read_bytes
+    from sweep.pretrained import bert
+    from sweep.pretrained import probe as probing
+    from sweep.storage.netcdf import write_dataset
 
     text = Path(text)
     if not text.is_file():
@@ -457,9 +457,9 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
     `v:` config keys, and index.json (`sweep extract`); returns the index. full: every weight
     a layer model needs to be the model, a weights folder for `model.weights`
     (docs/layers.md)."""
-    from sweep.trained import bert
-    from sweep.trained import full as whole
-    from sweep.trained import probe as probing
+    from sweep.pretrained import bert
+    from sweep.pretrained import full as whole
+    from sweep.pretrained import probe as probing
 
     if full:
         return whole.extract_full(bert.load(model), Path(directory), controls)
@@ -491,8 +491,8 @@ def train(source: str | Path | dict, out: str | Path | None = None,
     kept in OUT/<name>.parts/ and skipped when run again; a shard ('I/K', or from the
     environment as for `run`) trains its points only and returns None. Docs:
     docs/training.md."""
-    from sweep.core.netcdf import write_dataset
-    from sweep.core.store import beside
+    from sweep.storage.netcdf import write_dataset
+    from sweep.storage.store import beside
     from sweep.training import settings, sweeping
 
     if isinstance(source, dict):

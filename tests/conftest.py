@@ -3,7 +3,7 @@ import pytest
 import yaml
 
 from helpers import SMALL
-from sweep.core import states
+from sweep.execution import states
 
 
 @pytest.fixture

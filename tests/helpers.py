@@ -104,7 +104,8 @@ def tiny_tensors(d=8, heads=2, layers=2, ffn=16, positions=24, seed=0):
 
 
 def tiny_model_dir(path, heads=2, **shape):
-    """A model directory (config.json, model.safetensors, tokenizer.json) for sweep.trained.bert."""
+    """A model directory (config.json, model.safetensors, tokenizer.json) for
+    sweep.pretrained.bert."""
     import json
 
     t = tiny_tensors(heads=heads, **shape)
@@ -169,8 +170,8 @@ def load(path):
 
 
 def merged(store, jobs=None, **options):
-    """The dataset sweep.core.merging.merge writes for the store (to its output), read."""
-    from sweep.core.merging import merge
+    """The dataset sweep.storage.merging.merge writes for the store (to its output), read."""
+    from sweep.storage.merging import merge
 
     return load(merge(store, jobs, **options))
 
@@ -185,8 +186,8 @@ def values(path):
 def spelled_out_id(job, positions):
     """A job's id by its definition: the stable hash of its resolved sections (the keys
     added later left out at their defaults), seed, output positions and input digests
-    (sweep.core.grid assembles it from pieces)."""
-    from sweep.core.config import id_fields, stable_hash
+    (sweep.config.grid assembles it from pieces)."""
+    from sweep.config.schema import id_fields, stable_hash
 
     fields = {s: id_fields(getattr(job, s)) for s in ("model", "init", "integrate")}
     files = {"files": job.digests} if job.digests else {}
@@ -197,7 +198,7 @@ def per_job(simulate_one):
     """A stand-in for runner.simulate_batch that runs simulate_one(job, positions, stop,
     kernel=...) job by job, giving a job's exception in its place as simulate_batch does
     (Stopped ends the batch)."""
-    from sweep.core.simulate import Stopped
+    from sweep.execution.simulate import Stopped
 
     def simulate_batch(jobs, positions="none", stop=None, kernel=None, **columns):
         out = []

@@ -418,7 +418,7 @@ def layer_norm_row(x, gain, bias, eps):
 def layer_block(h, blk, norm, norm_fn="layernorm", alpha=1.0, skip=1.0):
     """One layer-model block on h: [n, d] (docs/layers.md), one token and one head at a time.
 
-    blk: a sweep.core.layers.params.Block (matrices None = identity, vectors None = 0 or 1)."""
+    blk: a sweep.execution.layers.params.Block (matrices None = identity, vectors None = 0 or 1)."""
     import math
 
     n, d = h.shape

@@ -13,12 +13,12 @@ import yaml
 
 import sweep
 from helpers import SMALL, assert_same_results, invoke, per_job
-from sweep.core import runner
-from sweep.core import simulate as sim
-from sweep.core.grid import expand
-from sweep.core.merging import MissingJobs, merge
-from sweep.core.store import JobsFailed, Store
+from sweep.config.grid import expand
 from sweep.errors import ConfigError, StoreError
+from sweep.execution import runner
+from sweep.execution import simulate as sim
+from sweep.storage.merging import MissingJobs, merge
+from sweep.storage.store import JobsFailed, Store
 
 ROOT = Path(__file__).parents[1]
 HEAVY = ("numba", "xarray", "matplotlib", "pandas", "netCDF4")

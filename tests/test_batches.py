@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 
 from helpers import SMALL, invoke, merged
-from sweep.core import config, runner
-from sweep.core.grid import expand, shard
-from sweep.core.parts import INDEX
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand, shard
+from sweep.execution import runner
+from sweep.storage.parts import INDEX
+from sweep.storage.store import Store
 
 CFG = {**SMALL, "integrate": {**SMALL["integrate"], "method": "layer"},
        "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 4]}}}  # 12 jobs

@@ -10,12 +10,13 @@ import yaml
 
 from helpers import assert_same_results, invoke, merged, per_job
 from sweep import __version__
-from sweep.core import config, runner
-from sweep.core import simulate as sim
-from sweep.core.grid import expand
-from sweep.core.simulate import Stopped
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import runner
+from sweep.execution import simulate as sim
+from sweep.execution.simulate import Stopped
 from sweep.kernels.codes import SCALARS, SERIES
+from sweep.storage.store import Store
 
 CFG = {
     "name": "small",

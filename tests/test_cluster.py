@@ -12,11 +12,11 @@ import yaml
 
 from helpers import SMALL as CFG
 from helpers import assert_same_results, invoke, load
-from sweep.core import config
-from sweep.core.config import ConfigError
-from sweep.core.grid import expand, shard
-from sweep.core.store import Store, parts_dir
+from sweep.config import schema as config
+from sweep.config.grid import expand, shard
+from sweep.config.schema import ConfigError
 from sweep.scheduling import shards, status
+from sweep.storage.store import Store, parts_dir
 
 # ---------------------------------------------------------------- shard variables
 

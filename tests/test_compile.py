@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import sweep
-from sweep.core.kernel import KernelPlan, kernel_plan
+from sweep.execution.kernel import KernelPlan, kernel_plan
 from sweep.kernels import cache
 
 ROOT = Path(__file__).parents[1]

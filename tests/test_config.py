@@ -7,8 +7,9 @@ import yaml
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.core import config, yamltext
-from sweep.core.grid import axes, expand
+from sweep.config import schema as config
+from sweep.config import yamltext
+from sweep.config.grid import axes, expand
 
 GOOD = {
     "name": "t",

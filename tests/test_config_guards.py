@@ -7,7 +7,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.core import config, inputs
+from sweep.config import inputs
+from sweep.config import schema as config
 
 
 def plan(path, *extra):

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from helpers import spelled_out_id
 from sweep.cli import app
-from sweep.core import config
-from sweep.core.grid import expand
+from sweep.config import schema as config
+from sweep.config.grid import expand
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke
-from sweep.core import config as configs
-from sweep.core.grid import axis_values
+from sweep.config import schema as configs
+from sweep.config.grid import axis_values
 
 FOLDER = Path(__file__).resolve().parent.parent / "configs"
 ANALYSE = re.compile(r"^# analyse: sweep (threshold|plot) RESULTS (.+)$", re.M)

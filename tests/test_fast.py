@@ -1,5 +1,5 @@
 """The fast kernels (expfast; fast: serial rows; blocked: BLAS products) against the NumPy
-reference, and the choice between them (sweep.core.kernel)."""
+reference, and the choice between them (sweep.execution.kernel)."""
 
 import os
 import subprocess
@@ -14,11 +14,11 @@ from threadpoolctl import threadpool_limits
 
 import reference as ref
 from helpers import allocations, assert_matches_reference
-from sweep.core import config, runner, simulate
-from sweep.core import kernel as plans
-from sweep.core.grid import expand
-from sweep.core.states import uniform
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import kernel as plans
+from sweep.execution import runner, simulate
+from sweep.execution.states import uniform
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.codes import (
@@ -33,6 +33,7 @@ from sweep.kernels.expfast import exp1, exp4_inplace, exp_inplace
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
+from sweep.storage.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
 # odd d; (3, 9): fewer tokens than a block
@@ -270,7 +271,7 @@ import numpy as np
 from sweep.kernels.codes import OBSERVABLES
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.rows import integrate_rows
-from sweep.core.states import uniform
+from sweep.execution.states import uniform
 out = []
 cases = ((12, 3, 0, integrate_rows, {}), (12, 9, 1, integrate_rows, {}),
          (12, 4, 2, integrate_rows, {}),

@@ -17,11 +17,13 @@ import xarray as xr
 import yaml
 
 from helpers import invoke, per_job, values
-from sweep.core import config, netcdf, runner
-from sweep.core import simulate as sim
-from sweep.core.grid import expand
-from sweep.core.locks import JobLocks
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import runner
+from sweep.execution import simulate as sim
+from sweep.storage import netcdf
+from sweep.storage.locks import JobLocks
+from sweep.storage.store import Store
 
 CFG = {
     "name": "faults",

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from helpers import spelled_out_id
-from sweep.core import config
-from sweep.core.grid import axes, expand, kinds, shard
-from sweep.core.simulate import initial_state
+from sweep.config import schema as config
+from sweep.config.grid import axes, expand, kinds, shard
+from sweep.execution.simulate import initial_state
 
 
 def cfg(grid, **sections):

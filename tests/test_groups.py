@@ -7,7 +7,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import reference as ref
-from sweep.core.states import uniform
+from sweep.execution.states import uniform
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.codes import (
     INTER_ATTENTION,

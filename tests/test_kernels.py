@@ -5,7 +5,7 @@ import pytest
 
 import reference as ref
 from helpers import assert_matches_reference, kernel_velocity, run_kernel
-from sweep.core import states
+from sweep.execution import states
 from sweep.kernels.general.model import dynamics
 
 CASES = [(7, 3, 0.0), (16, 4, 1.5), (9, 12, 8.0), (5, 2, 30.0)]

@@ -8,12 +8,12 @@ import yaml
 import reference
 from helpers import invoke, load
 from sweep.analysis.theory import output_cosine
-from sweep.core import config
-from sweep.core.grid import expand
-from sweep.core.kernel import kernel_plan
-from sweep.core.layers import params
-from sweep.core.layers.transformer import unit
-from sweep.core.simulate import simulate
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution.kernel import kernel_plan
+from sweep.execution.layers import params
+from sweep.execution.layers.transformer import unit
+from sweep.execution.simulate import simulate
 from sweep.kernels.codes import N_OBS, OBSERVABLES
 
 L, ALPHA = 12, 0.1
@@ -98,7 +98,7 @@ def test_the_reduction_through_the_command_line(tmp_path):
 def test_fast_flows_and_their_layer_models_are_one_run_bit_for_bit(model, dtype):
     """Identity one-head flows take a fast kernel (rows or blocked), which orders its sums
     unlike the general step: the layer model takes the flow's kernel plan and runs as that
-    flow (sweep.core.layers.flow), so the two agree bit for bit there too."""
+    flow (sweep.execution.layers.flow), so the two agree bit for bit there too."""
     flow_job = job(model, integrate={**FLOW, "dtype": dtype})[0]
     layered = {**model, "layers": L, "alpha": ALPHA}
     stack_job = job(layered, integrate={"dtype": dtype})[0]
@@ -162,7 +162,7 @@ def test_blocks_and_observables_match_the_oracle(extra):
 def _rng_of(j):
     import functools
 
-    from sweep.core.simulate import _rng
+    from sweep.execution.simulate import _rng
 
     return functools.partial(_rng, j.seed)
 
@@ -240,7 +240,7 @@ def test_one_layer_at_beta_gamma_log_n_gives_the_long_context_cosines(tmp_path):
 
 
 def test_a_blow_up_is_status_1_and_a_stop_abandons_the_job():
-    from sweep.core.simulate import Stopped
+    from sweep.execution.simulate import Stopped
 
     blown = simulate(job({"d": 3, "n": 5, "layers": 3, "norm": "pre", "alpha": 1e308,
                           "skip": 1e308})[0])

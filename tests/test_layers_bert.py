@@ -11,10 +11,10 @@ import yaml
 
 import reference
 from helpers import invoke, load, tiny_model_dir
-from sweep.core import config
-from sweep.core.grid import expand
-from sweep.core.layers import params
-from sweep.trained import bert, probe
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution.layers import params
+from sweep.pretrained import bert, probe
 
 TEXT = "hello world, the tokens clustered! a b"
 SAME = ("order_parameter", "mean_cosine", "min_cosine", "clustered_fraction", "n_clusters",

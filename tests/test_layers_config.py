@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from helpers import invoke
-from sweep.core import config
-from sweep.core.grid import expand
-from sweep.core.simulate import initial_state, job_dynamics, simulate
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution.simulate import initial_state, job_dynamics, simulate
 
 LAYERS = {"layers": 3, "d": 4, "n": 6}
 

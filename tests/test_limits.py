@@ -7,8 +7,9 @@ from typer.testing import CliRunner
 
 from helpers import run_kernel
 from sweep.cli import app
-from sweep.core import config, resources, stability
-from sweep.core.grid import expand
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import resources, stability
 from sweep.kernels.codes import OBSERVABLES
 from sweep.scheduling import shards
 

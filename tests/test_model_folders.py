@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import invoke, tiny_model_dir, tiny_tensors, write_safetensors
-from sweep.trained import bert
+from sweep.pretrained import bert
 
 
 @pytest.fixture

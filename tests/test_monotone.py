@@ -13,7 +13,7 @@ import xarray as xr
 
 from helpers import invoke, load
 from sweep.analysis.monotone import monotone, relative_falls, runs_that_fell
-from sweep.core.config import ConfigError
+from sweep.config.schema import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from helpers import invoke, load, values
-from sweep.core.store import Store
+from sweep.storage.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

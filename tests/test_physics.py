@@ -5,7 +5,7 @@ import pytest
 
 import reference as ref
 from helpers import run_kernel
-from sweep.core import states
+from sweep.execution import states
 
 pytestmark = pytest.mark.physics
 

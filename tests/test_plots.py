@@ -342,7 +342,7 @@ def test_sidecar_holds_the_threshold_points_and_their_deviation_from_theory(resu
 
 
 def test_head_beta_labels_are_exact_and_read_back(tmp_path):
-    from sweep.core.coords import label
+    from sweep.storage.coords import label
 
     close = [(1.0, 11.0), (1.0, 11.000001), (0.1, 0.30000000000000004), (1e-20, 2.5)]
     texts = [label(b) for b in close]

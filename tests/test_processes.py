@@ -16,9 +16,9 @@ import xarray as xr
 import yaml
 
 from helpers import values
-from sweep.core import config
-from sweep.core.grid import expand
-from sweep.core.store import Store
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.storage.store import Store
 
 # ~40 jobs of a few tenths of a second each: long enough to be caught in the middle
 SLOW = {
@@ -124,7 +124,7 @@ def test_kill_9_during_a_write_loses_nothing_finished(tmp_path):
     store, jobs = store_of(path, out)
     temps = [p.name for p in store.dir.glob(".*.tmp")]
     assert len([t for t in temps if ".owner." not in t]) == 1  # the half-written part
-    assert len(temps) == 2  # and the record its lock links to (sweep.core.locks), cleared below
+    assert len(temps) == 2  # and the record its lock links to (sweep.storage.locks), cleared below
     assert sum(store.read(j) is not None for j in jobs) == 2  # the finished ones, whole
     rerun = subprocess.run([sys.executable, "-m", "sweep", "run", str(path), "--out", str(out)],
                            capture_output=True, text=True)
@@ -169,7 +169,7 @@ def test_two_runs_on_one_output_share_the_work(tmp_path):
 STALL_IN_MERGE = textwrap.dedent("""
     import pathlib, sys, time
     from sweep import cli
-    from sweep.core import netcdf
+    from sweep.storage import netcdf
     marker = pathlib.Path(sys.argv[1])
     written = netcdf.BlockWriter.write
     def write(self, region, values):  # a block into the temporary file, then a hang

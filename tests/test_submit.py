@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from helpers import invoke
-from sweep.core import config
-from sweep.core.grid import expand, shard
+from sweep.config import schema as config
+from sweep.config.grid import expand, shard
 from sweep.kernels.cache import directory as cache_directory
 from sweep.scheduling import shards, submit
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from helpers import invoke, load
-from sweep.core.simulate import initial_state, layer_blocks, noise_key, simulate_layers
+from sweep.execution.simulate import initial_state, layer_blocks, noise_key, simulate_layers
 from sweep.kernels.general.noise import normal
 from sweep.training import backprop, settings, sweeping, tasks
 

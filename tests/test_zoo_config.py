@@ -11,9 +11,10 @@ from typer.testing import CliRunner
 import reference as ref
 from helpers import per_job
 from sweep.cli import app
-from sweep.core import config, states
-from sweep.core.grid import expand
-from sweep.core.simulate import initial_state, job_dynamics, simulate
+from sweep.config import schema as config
+from sweep.config.grid import expand
+from sweep.execution import states
+from sweep.execution.simulate import initial_state, job_dynamics, simulate
 
 BASE = {
     "name": "z",
@@ -185,7 +186,7 @@ def test_run_with_head_beta_zip_and_matrices(tmp_path):
 
 
 def test_one_compiled_kernel_serves_every_model(tmp_path):
-    from sweep.core.simulate import warm_up
+    from sweep.execution.simulate import warm_up
     from sweep.kernels.general.drive import integrate
 
     np.save(tmp_path / "m.npy", np.eye(3))
@@ -253,8 +254,8 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
     the file, instead of saving the new file's numbers under the old file's job ids; with the
     file restored, the next run completes to the very dataset of an undisturbed run."""
     from helpers import merged
-    from sweep.core import runner
-    from sweep.core.store import Store
+    from sweep.execution import runner
+    from sweep.storage.store import Store
 
     m = np.diag([1.0, 2.0, 3.0])
     np.save(tmp_path / "m.npy", m)

@@ -5,7 +5,7 @@ import pytest
 
 import reference as ref
 from helpers import allocations, kernel_velocity, run_kernel
-from sweep.core import states
+from sweep.execution import states
 from sweep.kernels.codes import parse_mask
 from sweep.kernels.general.model import dynamics
 
@@ -106,7 +106,7 @@ from numba.core.runtime import rtsys
 from sweep.kernels.codes import METHOD_CODES, N_OBS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
-from sweep.core.states import uniform
+from sweep.execution.states import uniform
 r = np.random.default_rng(1)
 n, d, h = 10, 4, 3
 qk, v, w = r.standard_normal((h, d, d)), r.standard_normal((h, d, d)), r.standard_normal((d, d))

@@ -5,8 +5,8 @@ import pytest
 from scipy import special
 
 from helpers import run_kernel
-from sweep.core import states
-from sweep.core.config import Init
+from sweep.config.schema import Init
+from sweep.execution import states
 
 pytestmark = pytest.mark.physics
 

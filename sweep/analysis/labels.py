@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.analysis import results
-from sweep.core.coords import number_text
+from sweep.storage.coords import number_text
 
 SYMBOLS = {"beta": "β", "time": "t", "d": "d", "n": "n", "noise": "D", "dt": "Δt",
            "heads": "h", "head_beta": "β_h", "overlap": "ρ₀", "cluster_eps": "ε",

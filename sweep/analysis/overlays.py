@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.analysis import labels, results
-from sweep.core.config import ConfigError
+from sweep.config.schema import ConfigError
 
 
 def number(value):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.core.config import ConfigError
+from sweep.config.schema import ConfigError
 
 REDUCTIONS = ("max", "min", "mean", "plateau")
 

@@ -28,8 +28,8 @@ from sweep.analysis.results import (
     refuse_flags,
     variable,
 )
-from sweep.core.config import ConfigError
-from sweep.core.netcdf import environment
+from sweep.config.schema import ConfigError
+from sweep.storage.netcdf import environment
 
 DIRECTIONS = ("any", "up", "down")
 _BLOCK = 4_000_000  # bootstrap values held at once (32 MB of float64)

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sweep._version import __version__
-from sweep.core.config import Config, TrainingConfig, clip, load
+from sweep.config.schema import Config, TrainingConfig, clip, load
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
 

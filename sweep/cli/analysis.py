@@ -14,7 +14,7 @@ from sweep import api
 from sweep.analysis.results import threshold_rows
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
-from sweep.core.netcdf import write_dataset
+from sweep.storage.netcdf import write_dataset
 
 
 @app.command()

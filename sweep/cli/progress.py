@@ -22,7 +22,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from sweep.core.runner import Hooks
+from sweep.execution.runner import Hooks
 
 LOG_EVERY = 30.0  # seconds between two progress lines in a log at most
 LOG_STEP = 0.1    # ... and a line at every tenth of the jobs
@@ -113,7 +113,7 @@ def _skipped(say, then):
 
 def _compiling(say):
     def compiling(variants: list[str]) -> None:
-        from sweep.core.kernel import cold_compile_seconds
+        from sweep.execution.kernel import cold_compile_seconds
         from sweep.kernels import cache
 
         say(f"compiling kernels {', '.join(variants)} (about "

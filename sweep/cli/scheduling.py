@@ -22,8 +22,8 @@ from sweep.cli import (
     out,
     user_errors,
 )
-from sweep.core.store import indices
 from sweep.scheduling.submit import SCHEDULERS
+from sweep.storage.store import indices
 
 Scheduler = choices("Scheduler", SCHEDULERS)
 

@@ -97,7 +97,7 @@ def _job_line(job, outcome: str) -> str | None:
     if outcome.startswith("failed"):
         return f"job {job.index} ({job.describe()}) {outcome}"
     if outcome == "nonfinite":
-        from sweep.core.stability import job_hint
+        from sweep.execution.stability import job_hint
 
         hint = job_hint(job.model, job.integrate)
         return f"job {job.index} ({job.describe()}) non-finite values (status 1)" + \

@@ -13,7 +13,7 @@ thread), and the observables at a save are gathered from the same tiles, so a jo
 O(TILE n) memory per thread, never n x n (n = 50,000 would be 20 GB). Symmetric, for the
 sizes where an n x n matrix is affordable (codes.SYMMETRIC_MAX_BYTES), keeps W whole and
 computes only its upper tile-blocks: a quarter fewer flops and half the exponentials. Which
-of the two a job runs is decided with the rest of its kernel, in sweep.core.kernel (by size
+of the two a job runs is decided with the rest of its kernel, in sweep.execution.kernel (by size
 alone, never by thread count, so a job's numbers do not depend on its threads). BLAS is held
 to one thread by the runner, which runs such jobs one at a time with every thread (one level
 of parallelism).
@@ -207,10 +207,10 @@ class Blocked:
 
 
 class Symmetric(Blocked):
-    """Blocked for systems whose n x n weights fit in memory (sweep.core.kernel). W is symmetric,
-    so only its blocks on and right of the diagonal are computed, W[I, I:] for each row tile I
-    (half the Gram flops, half the exponentials), and the blocks left of the diagonal are read
-    as the transposes of those above it:
+    """Blocked for systems whose n x n weights fit in memory (sweep.execution.kernel). W is
+    symmetric, so only its blocks on and right of the diagonal are computed, W[I, I:] for each
+    row tile I (half the Gram flops, half the exponentials), and the blocks left of the
+    diagonal are read as the transposes of those above it:
         V_I = W[I, I:] x[I:] + W[:I, I]^T x[:I],   z_I likewise from row and column sums,
     3 n^2 d flops per velocity instead of 4. Two phases, all weights then all products; a tile
     is computed whole by one thread in each, so the numbers do not depend on the threads.

@@ -1,6 +1,6 @@
 """Serial fast path for one small system: identity matrices, one head, dense mask, no noise.
 
-Systems of up to codes.LANES_MAX_D dimensions take lanes.py instead (sweep.core.kernel), one
+Systems of up to codes.LANES_MAX_D dimensions take lanes.py instead (sweep.execution.kernel), one
 system per SIMD lane, a batch at a time: faster in batches, with other last bits.
 
 The state is held transposed, xt: [d, n] float64 (structure of arrays), so every inner loop

@@ -3,7 +3,7 @@ the CPUs its task was given.
 
 Every step stays a file-in, file-out command: an array task runs `sweep run` on its shard
 (parts only), a merge job runs `sweep merge`; nothing long-lived drives them. Jobs go to
-shards round-robin by index (`sweep.core.grid.shard`), so shard I of K is jobs I, I + K, ...
+shards round-robin by index (`sweep.config.grid.shard`), so shard I of K is jobs I, I + K, ...
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from sweep.core.config import ConfigError, clip
-from sweep.core.grid import check_shard
-from sweep.core.resources import available_cpus
+from sweep.config.grid import check_shard
+from sweep.config.schema import ConfigError, clip
+from sweep.execution.resources import available_cpus
 
 
 class SchedulerError(ConfigError):

@@ -8,11 +8,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.core.config import clip
-from sweep.core.files import read_npz
-from sweep.core.grid import Job
-from sweep.core.store import Store, StoreError
+from sweep.config.files import read_npz
+from sweep.config.grid import Job
+from sweep.config.schema import clip
 from sweep.kernels.codes import STATUS_FAILED
+from sweep.storage.store import Store, StoreError
 
 
 @dataclass

@@ -19,11 +19,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.core.config import clip
-from sweep.core.store import beside
+from sweep.config.schema import clip
 from sweep.kernels import cache
 from sweep.scheduling.shards import SchedulerError
 from sweep.scheduling.status import array_spec
+from sweep.storage.store import beside
 
 # Seconds before the time limit at which SLURM sends SIGUSR1 (LSF: minutes, rounded up), so a
 # task stops cleanly (jobs in flight are abandoned, finished parts kept) instead of being

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sweep.core.layers.transformer import gelu
+from sweep.execution.layers.transformer import gelu
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 

@@ -1,7 +1,7 @@
 """A training config: a layer-model config plus a `training:` section, whose keys may also be
 grid axes (`lambda`, `task`, `lr`, ...) beside the model's (`noise`, `seed`, ...).
 
-The model, init and grid of the config are read by sweep.core.config and sweep.core.grid as
+The model, init and grid of the config are read by sweep.config.schema and sweep.config.grid as
 for `sweep run`; the training section and its axes are taken out first and checked here by
 the same rules (config.check_value), so a bad value is one line naming its key.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from sweep.core import resources
-from sweep.core.config import (
+from sweep.config.grid import Axis, Jobs, axis_values, expand
+from sweep.config.schema import (
     Config,
     ConfigError,
     apply_overrides,
@@ -26,7 +26,7 @@ from sweep.core.config import (
     read_yaml,
     show,
 )
-from sweep.core.grid import Axis, Jobs, axis_values, expand
+from sweep.execution import resources
 from sweep.training.tasks import TASKS
 
 OPTIMIZERS = ("adam", "sgd")
@@ -93,7 +93,7 @@ def load(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
 
 def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> TrainConfig:
     """A training config from its YAML data: the training section and axes taken out, the
-    rest read by sweep.core.config."""
+    rest read by sweep.config.schema."""
     raw = dict(raw)
     section = raw.pop("training", None)
     if section is None:
@@ -101,7 +101,7 @@ def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> Tr
                           "steps, batch, checkpoints, seed)")
     training = _section(section)
     grid, train_axes = raw.get("grid"), ()
-    if isinstance(grid, dict):  # anything else: sweep.core.config says what is wrong
+    if isinstance(grid, dict):  # anything else: sweep.config.schema says what is wrong
         train_axes = _axes(grid, section)
         raw["grid"] = {k: v for k, v in grid.items() if _name(k) not in AXES}
     config = from_dict(raw, source, overrides)
@@ -159,7 +159,7 @@ def _axes(grid: dict, section: dict) -> tuple[Axis, ...]:
 
 
 def jobs(tc: TrainConfig) -> Jobs:
-    """The layer-model jobs of the grid (sweep.core.grid), each checked for training."""
+    """The layer-model jobs of the grid (sweep.config.grid), each checked for training."""
     expanded = expand(tc.config)
     for job in expanded:
         check_trainable(job, f" (job {job.index}: {job.describe()})" if job.params else "")

@@ -19,15 +19,15 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from sweep.core.config import stable_hash
-from sweep.core.coords import coordinates
-from sweep.core.files import read_npz
-from sweep.core.layers.transformer import unit
-from sweep.core.netcdf import provenance
-from sweep.core.parts import write_part
-from sweep.core.simulate import initial_state, layer_blocks, simulate_layers
+from sweep.config.files import read_npz
+from sweep.config.schema import stable_hash
 from sweep.errors import ConfigError
+from sweep.execution.layers.transformer import unit
+from sweep.execution.simulate import initial_state, layer_blocks, simulate_layers
 from sweep.kernels.codes import LAYER_SERIES, SERIES
+from sweep.storage.coords import coordinates
+from sweep.storage.netcdf import provenance
+from sweep.storage.parts import write_part
 from sweep.training import backprop, optimise, settings, tasks
 
 COLUMNS = {**SERIES, **LAYER_SERIES}

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.core import states
-from sweep.core.simulate import start_rng
+from sweep.execution import states
+from sweep.execution.simulate import start_rng
 
 TASKS = ("labels", "mean")
 

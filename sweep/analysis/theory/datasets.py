@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from sweep.core.config import ConfigError
-from sweep.core.netcdf import environment
+from sweep.config.schema import ConfigError
+from sweep.storage.netcdf import environment
 
 
 def var(dims, values, long_name: str, units: str = "1") -> tuple:

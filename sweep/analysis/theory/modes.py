@@ -29,7 +29,7 @@ import numpy as np
 
 from sweep.analysis.theory.bessel import log_iv
 from sweep.analysis.theory.datasets import dataset, values, var
-from sweep.core.config import ConfigError
+from sweep.config.schema import ConfigError
 
 MODELS = ("softmax", "unnormalized")
 

@@ -1,0 +1,191 @@
+"""The kernel each job calls, decided once per job, and what it costs. No Numba here.
+
+A `KernelPlan` names the compiled path a job takes: general (kernels/general/: every model),
+lanes (lanes.py: a batch of small plain systems of d <= LANES_MAX_D in one compiled call,
+one system per SIMD lane), rows (rows.py: one serial compiled call per such system of more
+dimensions) or blocked (blocked.py:
+BLAS on row tiles; Symmetric when the n x n weights fit, else tile by tile). It is made from
+the job here and nowhere else: simulate calls the kernel it names, the runner groups jobs by
+it, resources and `sweep plan` count memory and time from it, and the compile step compiles
+exactly the variants a sweep's plans name (simulate.warm_up).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sweep.config.grid import Job, kinds
+from sweep.execution.layers import cost as layer_cost
+from sweep.execution.layers.flow import as_flow
+from sweep.kernels.codes import LANES_MAX_D, N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
+
+# The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
+# bounds keep every exponent inside that range (softmax: RK4 stages leave the sphere by at
+# most ~dt^2, so beta (<y_i, y_j> - 1) <= beta dt^2), where the result is exactly the model's.
+FAST_SOFTMAX_MAX_BETA_DT2 = 500.0
+FAST_UNNORMALIZED_MAX_BETA = 300.0
+# From n = 256 one step is dominated by two n x n x d products, where BLAS beats the serial
+# kernel's loops (benchmarks/run.py times both strategies side by side).
+BLOCKED_MIN_N = 256
+
+# Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
+# demo on this project's 2-core reference machine; good to a factor of about 2.
+NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "lanes": 2.0e10, "blocked": 2.0e10,
+                 "layers": 1.5e9}
+# Seconds to compile one variant into an empty cache on the reference machine: the CPU time
+# of `sweep compile` for a config using only it, with a fresh NUMBA_CACHE_DIR (23, 15, 5.1 and
+# 5.8 s user on a loaded machine; the demo's rows took 8.8 s wall idle, docs/performance.md).
+# Loading them from the cache takes a tenth of a second.
+# lanes: 50.2 s user (57.8 s wall) for configs/phase-glpr-reference.yaml on an idle machine.
+# layers: the general step and observables.
+COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "lanes": 50.0, "blocked": 5.0,
+                        "symmetric": 5.0, "layers": 20.0}
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """How one job is integrated; what its numbers depend on, and the threads it gets."""
+
+    strategy: str            # general | lanes | rows | blocked | layers (sweep.execution.layers)
+    dtype: str               # float64 | float32 (the state; observables are float64)
+    symmetric: bool = False  # blocked: whole n x n weights (Symmetric) or [TILE, n] tiles
+    tile: int = TILE         # blocked: rows per BLAS call (fixed: the numbers depend on it)
+    threads: int = 1         # blocked: threads sharing the tiles out (runner.py decides)
+
+    @property
+    def path(self) -> str:
+        """general, rows, blocked (tile by tile) or symmetric (blocked, whole weights)."""
+        return "symmetric" if self.symmetric else self.strategy
+
+    @property
+    def variant(self) -> str:
+        """What compiles separately: one set of kernels per path and dtype."""
+        return f"{self.path}-{self.dtype}"
+
+    def on(self, threads: int) -> KernelPlan:
+        """The same kernel with its row tiles shared over `threads` (blocked only)."""
+        return replace(self, threads=threads) if self.strategy == "blocked" else self
+
+
+def kernel_plan(job: Job) -> KernelPlan:
+    """The kernel `job` calls, on one thread."""
+    model, integ = job.model, job.integrate
+    if model.layers is not None:  # its flow's fast kernel, if it is a flow that takes one
+        flow = as_flow(job)
+        fast = flow is not None and fast_path_covers(flow.model, flow.integrate)
+        return kernel_plan(flow) if fast else KernelPlan("layers", integ.dtype)
+    if not fast_path_covers(model, integ):
+        return KernelPlan("general", integ.dtype)
+    if model.n < BLOCKED_MIN_N:
+        return KernelPlan("lanes" if model.d <= LANES_MAX_D else "rows", integ.dtype)
+    item = np.dtype(integ.dtype).itemsize
+    symmetric = SYMMETRIC_MIN_N <= model.n and model.n**2 * item <= SYMMETRIC_MAX_BYTES
+    return KernelPlan("blocked", integ.dtype, symmetric=symmetric)
+
+
+def fast_path_covers(model, integ) -> bool:
+    """Whether the fast kernels (identity matrices, one head, dense, no noise) cover a job."""
+    plain = (model.heads == 1 and model.head_beta is None and model.qk == "identity"
+             and model.v in ("identity", "qk") and model.mask == "dense"
+             and model.noise == 0.0 and model.ffn == "none")
+    if not plain:
+        return False
+    beta = model.beta * model.beta_factor  # the effective beta (model.beta_scale)
+    if model.attention == "softmax":
+        return beta * integ.dt**2 <= FAST_SOFTMAX_MAX_BETA_DT2
+    if model.attention == "unnormalized":
+        return beta * (1.0 + integ.dt**2) <= FAST_UNNORMALIZED_MAX_BETA
+    return False
+
+
+# ---------------------------------------------------------------- cost
+
+@dataclass(frozen=True)
+class Cost:
+    gflop: float
+    peak_mib: float  # the largest job's arrays
+    seconds: float   # on one core, at a nominal rate, kernels compiled
+
+
+def job_flop(job: Job) -> float:
+    """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops
+    each), plus 4 n d^2 for the matrix products when the matrices are not the identity.
+    A layer model counts its layers (sweep.execution.layers.cost)."""
+    if job.model.layers is not None:
+        return layer_cost.flop(job)
+    n, d, m = job.model.n, job.model.d, job.model
+    stages = 4 if job.integrate.method == "rk4" else 1
+    matrix = 0 if m.qk == m.v == "identity" else 4 * n * d * d
+    per_eval = m.heads * (n * n * (4 * d + 20) + matrix)
+    return job.integrate.n_steps * stages * per_eval + job.integrate.n_saves * 2 * per_eval
+
+
+def job_bytes(job: Job, positions: str = "none") -> int:
+    """Bytes one job holds: state, stages, scratch, series and positions (job_memory)."""
+    return sum(job_memory(job, positions).values())
+
+
+def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
+    """Bytes one job holds, by the config key that drives them: model.n (state, stages,
+    scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions.
+
+    "rows" jobs (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its
+    weights), "lanes" jobs none (a block of up to LANES of them shares two); a "blocked"
+    job holds a [TILE, n] tile of it (and 4 n-vectors) per thread,
+    counted here for one thread (a job sharing its tiles over T threads holds less than T
+    one-thread jobs, which is what resources.need budgets); a symmetric one an n x n matrix
+    and a few n-vectors per tile instead; every path, the cluster-resolved observables'
+    scratch (O(n d), kernels/groups.py). Stage buffers count as a step touches them (1 for
+    euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
+    memory a job adds (docs/performance.md). The general kernel holds per head a beta and two
+    scratch numbers, and with matrices the [heads, d, d] score and value matrices twice
+    (drawn or read, then copied for the kernel) and [heads, n, d] keys and values. A layer
+    model: sweep.execution.layers.cost.memory."""
+    if job.model.layers is not None:
+        return layer_cost.memory(job, positions)
+    n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
+    item = np.dtype(job.integrate.dtype).itemsize
+    traj = saves * n * d * item if positions == "trajectory" else 0
+    plan = kernel_plan(job)
+    stages = 5 if job.integrate.method == "rk4" else 1
+    m = job.model
+    matrices = plan.strategy == "general" and not m.qk == m.v == "identity"
+    per_head = 0 if plan.strategy != "general" else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
+    copies = {"general": 1, "rows": 2, "lanes": 2, "blocked": 3}[plan.strategy] + stages
+    if plan.symmetric:
+        # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
+        tiles = -(-n // plan.tile)
+        square = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
+    else:
+        square = {"general": 0, "rows": 2 * n * n * 8, "lanes": 0,
+                  "blocked": min(plan.tile, n) * n * item + 4 * n * 8}[plan.strategy]
+    resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
+    return {"model.n": copies * n * d * 8 + 5 * n * 8 + square + resolved,
+            "model.heads": per_head + 2 * m.heads * n * d * 8 * matrices,
+            "integrate.t_max": saves * N_OBS * 8, "output.positions": traj}
+
+
+def estimate(jobs: list[Job], positions: str = "none") -> Cost:
+    flop = peak = seconds = 0.0
+    for job, count in kinds(jobs):  # a job's cost does not depend on its seed or start
+        flop += count * job_flop(job)
+        peak = max(peak, job_bytes(job, positions) / 2**20)
+        seconds += count * job_flop(job) / NOMINAL_FLOPS[kernel_plan(job).strategy]
+    return Cost(flop / 1e9, peak, seconds)
+
+
+def cold_compile_seconds(variants: list[str]) -> float:
+    """About how long these variants (KernelPlan.variant names) take to compile when the
+    cache holds none of them."""
+    return sum(COLD_COMPILE_SECONDS[name.rpartition("-")[0]] for name in variants)
+
+
+def variants(jobs: list[Job]) -> dict[str, KernelPlan]:
+    """The distinct compiled variants `jobs` call, by name, in a stable order."""
+    found = {}
+    for job, _ in kinds(jobs):  # the kernel does not depend on a job's seed or start
+        plan = kernel_plan(job)
+        found.setdefault(plan.variant, plan)
+    return dict(sorted(found.items()))
