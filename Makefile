@@ -153,7 +153,7 @@ $(FIG)/hysteresis.png: $(RES)/hysteresis.nc $(RES)/theory-kappa-c-d8-beta3.nc \
 
 # Whether attention entropy ever falls (docs/analysis.md): `sweep monotone` of the sweep, then
 # its sidecar figures/entropy-monotone.json and, from it, the table in docs/analysis.md.
-$(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/monotone.py
+$(RES)/entropy-monotone.monotone.nc: $(RES)/entropy-monotone.nc sweep/analysis/monotonicity.py
 	$(SWEEP) monotone $< --var attention_entropy -o $@ > /dev/null
 
 # the docs table is rewritten only when the real figures are made, never by check-figures

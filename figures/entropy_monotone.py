@@ -16,7 +16,7 @@ from pathlib import Path
 import xarray as xr
 import yaml
 
-from sweep.analysis.monotone import runs_that_fell
+from sweep.analysis.monotonicity import runs_that_fell
 
 BEGIN = "<!-- entropy-monotone table: made by figures/entropy_monotone.py, do not edit -->"
 END = "<!-- end of entropy-monotone table -->"

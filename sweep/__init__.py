@@ -1,7 +1,7 @@
 """sweep: phase-diagram sweeper for self-attention particle dynamics on the sphere.
 
     import sweep
-    cfg = sweep.load("configs/demo.yaml")      # or a dict; set=["model.n=16"] overrides
+    cfg = sweep.load("configs/demo.yaml")      # or a dict; overrides=["model.n=16"]
     sweep.plan(cfg)                            # jobs, axes, cost
     ds = sweep.run(cfg)                        # an xarray.Dataset, also written to disk
     th = sweep.threshold(ds, "clustered_fraction", along="time")
@@ -14,9 +14,11 @@ or matplotlib. Errors: sweep.errors. Walk-through: docs/python.md.
 
 from sweep._version import __version__
 
-_API = ("load", "plan", "run", "execute", "merge", "compile", "status", "submit", "open",
-        "threshold", "monotone", "plot", "probe", "extract", "train", "store", "Plan", "Outcome",
-        "Status", "Submission")
+_API = ("load", "plan", "run", "execute", "merge", "compile_kernels", "status", "submit",
+        "open_results", "threshold", "monotone", "plot", "probe", "extract", "train", "store",
+        "Plan", "Outcome", "Status", "Submission")
+# former names, kept for one release: they warn and give the new function
+_RENAMED = {"open": "open_results", "compile": "compile_kernels"}
 __all__ = [*_API, "theory", "errors", "__version__"]
 
 
@@ -25,6 +27,14 @@ def __getattr__(name: str):
         from sweep import api
 
         return getattr(api, name)
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"sweep.{name} is deprecated: use sweep.{_RENAMED[name]}",
+                      DeprecationWarning, stacklevel=2)
+        from sweep import api
+
+        return getattr(api, _RENAMED[name])
     if name == "theory":
         from sweep.analysis import theory
 

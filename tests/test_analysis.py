@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 from sweep.analysis import results, thresholds
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 
 def steps(centres, beta, width=0.5, rising=False):

@@ -46,16 +46,28 @@ def test_loading_and_planning_import_no_numba():
 
 
 def test_the_api_names_are_the_spec_names():
-    for name in ("load", "plan", "run", "open", "threshold", "plot", "theory"):
+    for name in ("load", "plan", "run", "open_results", "threshold", "plot", "theory"):
         assert name in dir(sweep) and getattr(sweep, name) is not None
     assert callable(sweep.theory.equiangular) and callable(sweep.theory.kappa_c)
     with pytest.raises(AttributeError):
         sweep.no_such_name  # noqa: B018
 
 
+def test_the_former_names_warn_and_give_the_new_functions(cfg_path):
+    with pytest.warns(DeprecationWarning, match="sweep.open_results"):
+        assert sweep.open is sweep.open_results
+    with pytest.warns(DeprecationWarning, match="sweep.compile_kernels"):
+        assert sweep.compile is sweep.compile_kernels
+    with pytest.warns(DeprecationWarning, match="overrides="):
+        old = sweep.load(cfg_path, set=["model.n=5"])
+    assert old.hash == sweep.load(cfg_path, overrides=["model.n=5"]).hash
+    with pytest.raises(ConfigError, match="not both"):
+        sweep.load(cfg_path, ["model.n=5"], set=["model.n=6"])
+
+
 def test_load_from_a_dict_equals_the_file_with_the_same_overrides(cfg_path):
     sets = ["model.beta=2.5", "grid.seed={range: [0, 3]}"]
-    from_file, from_dict = sweep.load(cfg_path, set=sets), sweep.load(SMALL, set=sets)
+    from_file, from_dict = sweep.load(cfg_path, overrides=sets), sweep.load(SMALL, overrides=sets)
     assert from_file.hash == from_dict.hash and from_file.model.beta == 2.5
     assert SMALL["grid"]["seed"] == {"range": [0, 2]}  # the caller's mapping is left alone
     assert from_file.overrides == tuple(sets) and from_file.source == cfg_path
@@ -93,12 +105,12 @@ def test_run_writes_the_files_and_bits_of_sweep_run(cfg_path, tmp_path):
         assert_same_results(a.load(), b.load())
         assert {k: v for k, v in a.attrs.items() if k != "history"} == \
             {k: v for k, v in b.attrs.items() if k != "history"}
-    assert_same_results(ds, sweep.open(tmp_path / "cli.nc"))
+    assert_same_results(ds, sweep.open_results(tmp_path / "cli.nc"))
 
 
 def test_a_shard_writes_parts_only_and_merge_assembles_them(cfg_path, tmp_path):
     out = tmp_path / "r.nc"
-    cfg = sweep.load(cfg_path, set=[f"output.path={out}"])  # merge reads the parts beside it
+    cfg = sweep.load(cfg_path, overrides=[f"output.path={out}"])  # merge reads the parts beside it
     assert sweep.run(cfg, shard="0/2") is None and not out.exists()
     with pytest.raises(MissingJobs, match="3 job"):
         sweep.merge(cfg)
@@ -131,7 +143,7 @@ def test_the_store_is_made_from_the_config(cfg_path, tmp_path):
     assert meta == {cfg.hash} and store.config_hash == cfg.hash
     with pytest.raises(ValueError, match="not this config's jobs"):
         merge(store, expand(cfg)[:4])
-    other = sweep.load(cfg_path, set=["model.n=5", f"output.path={tmp_path / 'r.nc'}"])
+    other = sweep.load(cfg_path, overrides=["model.n=5", f"output.path={tmp_path / 'r.nc'}"])
     with pytest.raises(StoreError, match="different config"):  # a changed config is refused
         sweep.merge(other, allow_missing=True)
 
@@ -160,7 +172,7 @@ def test_threshold_and_plot_take_datasets_or_files(cfg_path, tmp_path):
     again = sweep.threshold(tmp_path / "r.nc", "mean_cosine", along="time", level=0.5)
     # the same but for the time stamp of the history line each threshold appends
     xr.testing.assert_identical(th.assign_attrs(history=""), again.assign_attrs(history=""))
-    xr.testing.assert_identical(th, sweep.open(tmp_path / "th.nc"))
+    xr.testing.assert_identical(th, sweep.open_results(tmp_path / "th.nc"))
     figure = sweep.plot(tmp_path / "r.nc", "mean_cosine", tmp_path / "f.png", x="beta",
                         y="time", threshold=th)
     assert figure.stat().st_size > 1000

@@ -14,8 +14,9 @@ from helpers import SMALL as CFG
 from helpers import assert_same_results, invoke, load
 from sweep.config import schema as config
 from sweep.config.grid import expand, shard
-from sweep.config.schema import ConfigError
-from sweep.scheduling import shards, status
+from sweep.errors import ConfigError
+from sweep.scheduling import shards
+from sweep.scheduling import survey as status
 from sweep.storage.store import Store, parts_dir
 
 # ---------------------------------------------------------------- shard variables

@@ -6,6 +6,7 @@ import pytest
 from helpers import spelled_out_id
 from sweep.config import schema as config
 from sweep.config.grid import axes, expand, kinds, shard
+from sweep.errors import ConfigError
 from sweep.execution.simulate import initial_state
 
 
@@ -73,7 +74,7 @@ def test_shards_cover_every_job_exactly_once(k):
 
 
 def test_bad_shard():
-    with pytest.raises(config.ConfigError):
+    with pytest.raises(ConfigError):
         shard([], 3, 3)
 
 

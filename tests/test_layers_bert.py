@@ -14,7 +14,8 @@ from helpers import invoke, load, tiny_model_dir
 from sweep.config import schema as config
 from sweep.config.grid import expand
 from sweep.execution.layers import params
-from sweep.pretrained import bert, probe
+from sweep.pretrained import bert
+from sweep.pretrained import probing as probe
 
 TEXT = "hello world, the tokens clustered! a b"
 SAME = ("order_parameter", "mean_cosine", "min_cosine", "clustered_fraction", "n_clusters",

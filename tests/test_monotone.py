@@ -12,8 +12,8 @@ import pytest
 import xarray as xr
 
 from helpers import invoke, load
-from sweep.analysis.monotone import monotone, relative_falls, runs_that_fell
-from sweep.config.schema import ConfigError
+from sweep.analysis.monotonicity import monotone, relative_falls, runs_that_fell
+from sweep.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,8 @@ import yaml
 import reference
 from helpers import invoke, tiny_model_dir, write_safetensors
 from sweep.kernels.codes import SERIES
-from sweep.pretrained import bert, probe
+from sweep.pretrained import bert
+from sweep.pretrained import probing as probe
 
 TEXT = "Héllo, the tokens clustered! A b bb world."
 TOKENS = ["[CLS]", "hello", ",", "the", "token", "##s", "cluster", "##ed", "!", "a", "b", "b",

@@ -8,7 +8,7 @@ from scipy.special import iv
 
 import reference as ref
 from sweep.analysis import results, theory, thresholds
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 
 def solve(n, beta, kind, t_end, **kwargs):

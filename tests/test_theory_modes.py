@@ -8,7 +8,7 @@ from scipy.special import eval_gegenbauer, iv, roots_jacobi
 
 from helpers import invoke, kernel_velocity, load
 from sweep.analysis import theory
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 from sweep.kernels.general.model import dynamics
 
 K = np.arange(1, 13)

@@ -10,7 +10,7 @@ from scipy.special import gamma, iv, ive
 from helpers import invoke
 from sweep.analysis import theory
 from sweep.analysis.theory.bessel import iv_ratio, log_iv
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 
 @pytest.mark.parametrize("x", [1e-3, 0.5, 2.4, 10.0, 100.0, 2000.0])

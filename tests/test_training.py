@@ -326,6 +326,7 @@ def test_sweep_run_points_a_training_config_to_sweep_train(tmp_path):
 def test_the_python_function_takes_a_dict_and_writes_the_dataset(tmp_path):
     import sweep
 
-    ds = sweep.train(config(), out=tmp_path, set=["training.steps=2", "training.checkpoints=2"])
+    ds = sweep.train(config(), out=tmp_path,
+                     overrides=["training.steps=2", "training.checkpoints=2"])
     assert ds.sizes["step"] == 2 and (tmp_path / "tiny.nc").is_file()
     assert ds.encoding["source"] == str(tmp_path / "tiny.nc")

@@ -13,6 +13,7 @@ from helpers import per_job
 from sweep.cli import app
 from sweep.config import schema as config
 from sweep.config.grid import expand
+from sweep.errors import ConfigError
 from sweep.execution import states
 from sweep.execution.simulate import initial_state, job_dynamics, simulate
 
@@ -279,7 +280,7 @@ def test_a_job_computes_from_the_bytes_its_id_names(tmp_path, monkeypatch):
     for _, error in report.failed:
         assert error.startswith(f"ConfigError: model.qk: {tmp_path / 'm.npy'}: changed since "
                                 "this sweep was planned")
-    with pytest.raises(config.ConfigError, match="changed since this sweep was planned"):
+    with pytest.raises(ConfigError, match="changed since this sweep was planned"):
         job_dynamics(jobs[0])
     np.save(tmp_path / "m.npy", m)
     assert not runner.run(jobs, store).failed

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.analysis import labels, results
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 
 def number(value):

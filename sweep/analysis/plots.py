@@ -17,7 +17,7 @@ import numpy as np
 from sweep.analysis import labels, overlays, results
 from sweep.analysis.overlays import number, numbers, write_numbers
 from sweep.analysis.scales import edges, place, scale
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 MAX_FACETS = 6
 MAX_LINES = 7

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 REDUCTIONS = ("max", "min", "mean", "plateau")
 

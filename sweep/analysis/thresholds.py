@@ -28,7 +28,7 @@ from sweep.analysis.results import (
     refuse_flags,
     variable,
 )
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 from sweep.storage.netcdf import environment
 
 DIRECTIONS = ("any", "up", "down")

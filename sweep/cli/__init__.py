@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from sweep._version import __version__
-from sweep.config.schema import Config, TrainingConfig, clip, load
+from sweep.config.schema import Config, TrainingConfig, clip
 from sweep.errors import ConfigError, Interrupted, SweepError, SweepWarning
 
 
@@ -157,7 +157,9 @@ def _main(version: Annotated[bool, typer.Option(
 
 
 def _load(config: Path, sets: list[str] | None) -> Config:
-    return load(config, sets or [])
+    from sweep import api
+
+    return api.load(config, sets or [])
 
 
 def _load_any(config: Path, sets: list[str] | None):

@@ -14,7 +14,6 @@ from sweep import api
 from sweep.analysis.results import threshold_rows
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
-from sweep.storage.netcdf import write_dataset
 
 
 @app.command()
@@ -22,7 +21,7 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", met
                                                  readable=False)]):
     """What a results file holds: axes, variables, config, provenance."""
     with user_errors():
-        ds = api.open(results, load=False)
+        ds = api.open_results(results, load=False)
     with ds:
         out.print(Text.assemble((str(results), "bold"), "  ", str(ds.attrs.get("title", ""))))
         table = Table(title="axes")
@@ -196,14 +195,9 @@ def _table(header: list[str], rows) -> None:
     out.print(table)
 
 
-def _write(ds, output: Path | None) -> Path | None:
-    """Write a theory dataset where -o asks (inside user_errors: a bad path is exit 1)."""
-    return write_dataset(ds, output) if output is not None else None
-
-
-def _written(path: Path | None) -> None:
-    if path is not None:
-        out.print(f"theory: {path}")
+def _written(ds) -> None:
+    if "source" in ds.encoding:
+        out.print(f"theory: {ds.encoding['source']}")
 
 
 def _head_betas(given: list[str] | None) -> list[tuple[float, ...]] | None:
@@ -234,12 +228,10 @@ def theory_equiangular(
         rho0: Annotated[float, typer.Option("--rho0", help="Initial cosine.")] = 0.0,
         output: FileOut = None):
     """The equiangular-ODE (t, beta) boundary: t*(beta) where rho_beta(t) = 1 - eps."""
-    from sweep.analysis import theory
-
     heads = _head_betas(head_beta)
     with user_errors():
-        ds = theory.equiangular(n, model, eps, beta, t_max, save_every, rho0, heads)
-        path = _write(ds, output)
+        ds = api.theory("equiangular", n, model, eps, beta, t_max, save_every, rho0, heads,
+                        out=output)
     dim = ds.t_boundary.dims[0]
     out.print(f"equiangular ODE, n = {n}, {model}, rho(0) = {rho0:g}: time t* at which "
               f"rho = 1 - {eps:g}")
@@ -251,19 +243,18 @@ def theory_equiangular(
         header.append("beta t*")
         rows = [(b, t, f"{float(b) * float(t):.5g}") for b, t in rows]
     _table(header, rows)
-    _written(path)
+    _written(ds)
 
 
 @theory_app.command("kappa-c")
 def theory_kappa_c(d: DimsOpt, beta: BetasOpt, output: FileOut = None):
     """Noise threshold kappa_c = beta / E[t e^(beta t)] of the unnormalized model."""
-    from sweep.analysis import theory
-
     with user_errors():
-        ds = theory.kappa_c_dataset(d, beta)
-        path = _write(ds, output)
+        ds = api.theory("kappa-c", d, beta, out=output)
     out.print("kappa_c(beta, d) of the unnormalized model; noise threshold D_c = 1 / kappa_c")
-    out.print(f"convention: {theory.CONVENTION}")
+    from sweep.analysis.theory import CONVENTION
+
+    out.print(f"convention: {CONVENTION}")
     rows = []
     for dd in ds.d.values:
         for b in ds.beta.values:
@@ -273,23 +264,20 @@ def theory_kappa_c(d: DimsOpt, beta: BetasOpt, output: FileOut = None):
             rows.append((f"{dd:g}", f"{b:g}", f"{k:.8g}", f"{1 / k:.8g}" if k else "inf",
                          f"{float(p.k_sharp):.8g}", f"{float(p.beta_star):.5g}", kind))
     _table(["d", "beta", "kappa_c", "D_c", "K_# (M-R)", "beta*", "transition"], rows)
-    _written(path)
+    _written(ds)
 
 
 @theory_app.command("beta-star")
 def theory_beta_star(d: DimsOpt, output: FileOut = None):
     """beta*(d), above which the noisy transition is discontinuous (Mun-Rosenzweig)."""
-    from sweep.analysis import theory
-
     with user_errors():
-        ds = theory.beta_star_dataset(d)
-        path = _write(ds, output)
+        ds = api.theory("beta-star", d, out=output)
     out.print("beta*(d): I_{d/2+1}(beta) / I_{d/2}(beta) = 1/d; the noisy transition is "
               "continuous below it, discontinuous above (kappa_c is then not the transition)")
     _table(["d", "beta*", "kappa_c(beta*)", "D_c(beta*)"],
            [(f"{dd:g}", f"{b:.6g}", f"{k:.6g}", f"{1 / k:.6g}") for dd, b, k in
             zip(ds.d.values, ds.beta_star.values, ds.kappa_c.values)])
-    _written(path)
+    _written(ds)
 
 
 @theory_app.command("modes")
@@ -302,11 +290,8 @@ def theory_modes(
             "--k-max", min=1, help="Highest degree kept (default: past the fastest).")] = None,
         output: FileOut = None):
     """The fastest-growing spherical-harmonic mode of the uniform state (linearised)."""
-    from sweep.analysis import theory
-
     with user_errors():
-        ds = theory.modes(d, beta, model, noise, k_max)
-        path = _write(ds, output)
+        ds = api.theory("modes", d, beta, model, noise, k_max, out=output)
     out.print(f"growth rate g_k of the degree-k mode around the uniform state, {model}, "
               f"D = {noise:g}")
     shown = ds.k.values[:4]
@@ -318,7 +303,7 @@ def theory_modes(
             rows.append((f"{dd:g}", f"{b:g}", str(int(p.fastest_mode)),
                          f"{float(p.fastest_rate):.5g}", *(f"{x:.4g}" for x in g)))
     _table(["d", "beta", "fastest k", "g_k", *(f"g_{k}" for k in shown)], rows)
-    _written(path)
+    _written(ds)
 
 
 @theory_app.command("long-context")
@@ -331,11 +316,8 @@ def theory_long_context(
             "--gamma", help="beta = gamma log n, repeatable.", show_default=False)],
         output: FileOut = None):
     """One attention layer on equiangular inputs at beta = gamma log n: the output cosine."""
-    from sweep.analysis import theory
-
     with user_errors():
-        ds = theory.long_context(n, rho, gamma)
-        path = _write(ds, output)
+        ds = api.theory("long-context", n, rho, gamma, out=output)
     out.print("output cosine of one softmax layer (no residual) on equiangular inputs; "
               "limit n -> infinity: 1, 4 rho / (1 + 3 rho), rho for gamma <, =, > 1 / (1 - rho)")
     rows = []
@@ -346,7 +328,7 @@ def theory_long_context(
                 rows.append((str(nn), f"{r:g}", f"{g:g}", f"{float(p.beta):.5g}",
                              f"{float(p.output_cosine):.6g}", f"{float(p.limit):.6g}"))
     _table(["n", "rho", "gamma", "beta", "output cosine", "limit"], rows)
-    _written(path)
+    _written(ds)
 
 
 # ---------------------------------------------------------------- monotonicity
@@ -359,7 +341,7 @@ def monotone_cmd(
         = "time",
         output: FileOut = None):
     """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall."""
-    from sweep.analysis.monotone import runs_that_fell
+    from sweep.analysis.monotonicity import runs_that_fell
 
     with user_errors():
         result = api.monotone(results, var, along, output)

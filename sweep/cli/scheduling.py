@@ -22,7 +22,7 @@ from sweep.cli import (
     out,
     user_errors,
 )
-from sweep.scheduling.submit import SCHEDULERS
+from sweep.scheduling.scripts import SCHEDULERS
 from sweep.storage.store import indices
 
 Scheduler = choices("Scheduler", SCHEDULERS)
@@ -142,6 +142,6 @@ def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     from sweep.kernels import cache
 
     with user_errors():
-        compiled = api.compile(_load_any(config, sets))
+        compiled = api.compile_kernels(_load_any(config, sets))
     out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}",
               markup=False, soft_wrap=True)

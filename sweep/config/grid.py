@@ -24,7 +24,6 @@ from sweep.config.layer_keys import check_layers
 from sweep.config.schema import (
     SECTIONS,
     Config,
-    ConfigError,
     check_job,
     check_value,
     clip,
@@ -35,6 +34,7 @@ from sweep.config.schema import (
     show,
     stable_json,
 )
+from sweep.errors import ConfigError
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
 SEED_RULE = make_rule(int, low=0)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.config.files import npy_header, open_regular
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 HEADER_BYTES = 16384  # an .npy header is 128 bytes or a little more; numpy allows 10,000
 

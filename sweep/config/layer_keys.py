@@ -6,7 +6,8 @@ of a weights folder are sweep.config.weights's.
 
 from __future__ import annotations
 
-from sweep.config.schema import ConfigError, Init, Integrate, Model, parse_components
+from sweep.config.schema import Init, Integrate, Model, parse_components
+from sweep.errors import ConfigError
 
 # model keys only a layer model reads, and integrate keys it has no use for (a layer model's
 # depth is model.layers and its step model.alpha; it has no clock to integrate)

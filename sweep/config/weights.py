@@ -22,7 +22,8 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.config import inputs
-from sweep.config.schema import ConfigError, stable_hash
+from sweep.config.schema import stable_hash
+from sweep.errors import ConfigError
 
 FORMAT = "sweep-layers/1"
 LN_EPS = 1e-12  # BERT's layer_norm_eps

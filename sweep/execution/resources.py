@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.config.grid import Job, kinds
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 from sweep.execution.kernel import job_memory
 from sweep.kernels.codes import OBSERVABLES
 from sweep.storage import MERGE_BLOCK_BYTES

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from sweep.config.files import read_bytes
-from sweep.config.schema import ConfigError, clip, show
+from sweep.config.schema import clip, show
+from sweep.errors import ConfigError
 from sweep.execution.layers.transformer import gelu, layer_norm  # the layer models' own
 from sweep.pretrained import wordpiece
 

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sweep.config.grid import check_shard
-from sweep.config.schema import ConfigError, clip
+from sweep.config.schema import clip
+from sweep.errors import ConfigError
 from sweep.execution.resources import available_cpus
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import yaml
 
 from sweep.config.grid import expand
-from sweep.config.schema import Config, ConfigError, clip, from_dict
+from sweep.config.schema import Config, clip, from_dict
 from sweep.config.yamltext import parse_yaml
+from sweep.errors import ConfigError
 
 
 def check_replaceable(path: str | Path, config: Config, jobs, force: bool = False) -> None:

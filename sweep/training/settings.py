@@ -17,7 +17,6 @@ import yaml
 from sweep.config.grid import Axis, Jobs, axis_values, expand
 from sweep.config.schema import (
     Config,
-    ConfigError,
     apply_overrides,
     check_value,
     clip,
@@ -26,6 +25,7 @@ from sweep.config.schema import (
     read_yaml,
     show,
 )
+from sweep.errors import ConfigError
 from sweep.execution import resources
 from sweep.training.tasks import TASKS
 

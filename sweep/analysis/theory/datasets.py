@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 from sweep.storage.netcdf import environment
 
 

@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from sweep.analysis.theory.datasets import dataset, values, var
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 MODELS = ("softmax", "unnormalized", "relu")
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(8)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from sweep.analysis.theory.datasets import dataset, values, var
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 
 def output_cosine(n, rho, gamma) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 
 from sweep.analysis.theory.bessel import log_iv
 from sweep.analysis.theory.datasets import dataset, values, var
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 MODELS = ("softmax", "unnormalized")
 

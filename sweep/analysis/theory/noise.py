@@ -29,7 +29,7 @@ import numpy as np
 
 from sweep.analysis.theory.bessel import log_iv, ratio_root
 from sweep.analysis.theory.datasets import dataset, values, var
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 CONVENTION = ("dX = P_X(v) dt + sqrt(2 D) dB with D = 1/kappa; Mun-Rosenzweig's "
               "K_# = kappa_c / 2 (their coupling K is kappa / 2: a time-scale convention)")

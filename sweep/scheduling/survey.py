@@ -11,8 +11,9 @@ from pathlib import Path
 from sweep.config.files import read_npz
 from sweep.config.grid import Job
 from sweep.config.schema import clip
+from sweep.errors import StoreError
 from sweep.kernels.codes import STATUS_FAILED
-from sweep.storage.store import Store, StoreError
+from sweep.storage.store import Store
 
 
 @dataclass

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sweep.config.schema import ConfigError
-from sweep.errors import StoreError
+from sweep.errors import ConfigError, StoreError
 from sweep.kernels.codes import N_GROUPS, N_OBS, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics

@@ -25,7 +25,7 @@ import numpy as np
 
 from sweep.config import weights
 from sweep.pretrained.bert import Bert
-from sweep.pretrained.probe import norm_matched_gaussian, score_matrices, value_matrices
+from sweep.pretrained.probing import norm_matched_gaussian, score_matrices, value_matrices
 
 CONTROLLED = ("qk", "v", "ffn_w1", "ffn_w2")  # the matrices the Gaussian control replaces
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from sweep.config.schema import clip
 from sweep.kernels import cache
 from sweep.scheduling.shards import SchedulerError
-from sweep.scheduling.status import array_spec
+from sweep.scheduling.survey import array_spec
 from sweep.storage.store import beside
 
 # Seconds before the time limit at which SLURM sends SIGUSR1 (LSF: minutes, rounded up), so a

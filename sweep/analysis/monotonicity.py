@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sweep.analysis.results import axis_dim, variable
-from sweep.config.schema import ConfigError
+from sweep.errors import ConfigError
 
 RTOL = 1e-9
 

@@ -1,0 +1,108 @@
+"""Status, job arrays and compiling ahead: the library behind `sweep status`, `submit` and
+`compile` (sweep/cli/scheduling.py)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sweep.api.sweeping import output, store
+from sweep.api.training import training_output
+from sweep.config.grid import expand
+from sweep.config.schema import Config
+from sweep.errors import ConfigError, SweepWarning
+from sweep.execution.kernel import variants
+
+if TYPE_CHECKING:
+    from sweep.scheduling.survey import Survey
+    from sweep.storage.store import Store
+
+
+def compile_kernels(config: Config) -> list[str]:
+    """Compile exactly the kernel variants the config's jobs call into the compile cache,
+    before many tasks start at once; returns their names (KernelPlan.variant). A training
+    config (load_training) compiles those its observed runs call."""
+    from sweep.execution.simulate import warm_up
+
+    jobs = expand(getattr(config, "config", config))
+    warm_up(jobs)
+    return list(variants(jobs))
+
+
+@dataclass(frozen=True)
+class Status:
+    """What a config's parts folder holds, and what to resubmit."""
+
+    config: Config
+    store: Store
+    survey: Survey
+    shards: int | None          # K of the array the rerun list is for (None: not known)
+    rerun: list[int]            # shards of K holding a job to redo
+    array: str                  # those shards as an array range, e.g. "0-2,5"
+    resubmit: list[str]         # the commands that resubmit them, then the merge
+    merged: str = ""            # the merged dataset: not written yet, or which config it holds
+
+    @property
+    def complete(self) -> bool:
+        s = self.survey
+        return not (s.missing or s.failed or s.damaged)
+
+
+def status(config: Config, out: str | Path | None = None,
+           shards: int | None = None) -> Status:
+    """Completed, missing, failed and damaged jobs, and the shards of a K-task array to
+    rerun (K: `shards`, else that of the last `sweep submit` for this output). The parts are
+    those beside output.path; `out` names the merged dataset to report on."""
+    from sweep.scheduling import scripts, survey
+
+    where = store(config)
+    found = survey.survey(expand(config), where)
+    record = scripts.submitted(where.output) or {}
+    k = shards or record.get("shards")
+    rerun = found.rerun(k) if k else []
+    lines = []
+    if rerun and record.get("shards") == k and scripts.rerun_script(record, where.output).is_file():
+        lines = scripts.rerun_lines(record, rerun, where.output)
+    merged = survey.merged_state(output(config, out), config.hash)
+    return Status(config, where, found, k, rerun, survey.array_spec(rerun), lines, merged)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A job array and its merge job: the scripts, and the ids the scheduler gave them."""
+
+    scripts: dict[Path, str]        # the array script and the merge script, by path
+    jobs: int                       # jobs of the config
+    ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
+    plan: object                    # sweep.scheduling.scripts.Plan: paths, logs, output
+
+
+def submit(config: Config, shards: int, out: str | Path | None = None,
+           parallel: int | None = None, workers: int | None = None,
+           scheduler: str = "slurm", scheduler_args: list[str] | None = None,
+           dry_run: bool = False) -> Submission:
+    """Write a job-array script of `shards` tasks and a merge job for the config's file,
+    compile its kernels into the compile cache, and submit both (`sweep submit`); with
+    dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
+    from sweep.scheduling import scripts
+
+    training = not isinstance(config, Config)  # a training config: its tasks run sweep train
+    if training:
+        points = math.prod(len(a) for a in config.axes)
+        config = config.config
+        out = training_output(config, out)
+    if config.source is None:
+        raise ConfigError("submit: the array's tasks read a config file; load one from a file")
+    jobs = len(expand(config)) * (points if training else 1)
+    if shards > jobs:
+        warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
+                      "nothing to do", SweepWarning, stacklevel=2)
+    made = scripts.make_plan(config.name, config.source, list(config.overrides),
+                             output(config, out), shards, parallel, workers, scheduler_args,
+                             scheduler, "train" if training else "run")
+    texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
+    ids = None if dry_run else scripts.submit(made, config.hash)
+    return Submission(texts, jobs, ids, made)
