@@ -42,7 +42,7 @@ class LogLines:
         self.t0 = self.last = self.clock()
         self.next_mark = self._next_mark()
 
-    def job_done(self, job, outcome: str) -> None:
+    def job_done(self, job, outcome) -> None:
         self.done += 1
         if self.done >= self.next_mark:
             self.next_mark = self._next_mark()
@@ -123,7 +123,7 @@ def _compiling(say):
 
 
 def _reported(say, describe, then):
-    def job_done(job, outcome: str) -> None:
+    def job_done(job, outcome) -> None:
         then(job, outcome)
         line = describe(job, outcome)
         if line:

@@ -22,6 +22,7 @@ from sweep.cli import (
     out,
     user_errors,
 )
+from sweep.execution.outcomes import Done, JobOutcome
 
 
 @app.command()
@@ -92,11 +93,11 @@ def run_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         raise typer.Exit(1)
 
 
-def _job_line(job, outcome: str) -> str | None:
+def _job_line(job, outcome: JobOutcome) -> str | None:
     """The line a failed or non-finite job gets while the run goes on."""
-    if outcome.startswith("failed"):
+    if outcome.done is Done.FAILED:
         return f"job {job.index} ({job.describe()}) {outcome}"
-    if outcome == "nonfinite":
+    if outcome.done is Done.NONFINITE:
         from sweep.execution.stability import job_hint
 
         hint = job_hint(job.model, job.integrate)

@@ -23,12 +23,17 @@ from threadpoolctl import threadpool_limits
 from sweep.config.grid import Job
 from sweep.errors import Interrupted, StoreError
 from sweep.execution.kernel import NOMINAL_FLOPS, KernelPlan, job_flop, job_memory, kernel_plan
+from sweep.execution.outcomes import Done, JobOutcome
 from sweep.execution.resources import available_cpus
 from sweep.execution.simulate import Stopped, simulate_batch, warm_up
 from sweep.kernels.codes import LANES_MIN, STATUS_FAILED, STATUS_NONFINITE
 from sweep.storage.locks import STALE_AFTER, JobLocks
 from sweep.storage.parts import part_name
 from sweep.storage.store import Store
+
+_OK, _NONFINITE = JobOutcome(Done.OK), JobOutcome(Done.NONFINITE)
+_ELSEWHERE, _CANCELLED, _BUSY = (JobOutcome(d) for d in (Done.ELSEWHERE, Done.CANCELLED,
+                                                           Done.BUSY))
 
 
 @dataclass
@@ -55,13 +60,13 @@ class RunReport:
 class Hooks:
     """Progress callbacks; the runner never prints. compiling(variants) before kernels not
     known to be cached compile; start(jobs to run, skipped) once they are; job_done(job,
-    outcome) per job ("ok", "nonfinite", "failed: ...", "elsewhere"); notice(message);
+    outcome) per job (a JobOutcome: OK, NONFINITE, FAILED or ELSEWHERE); notice(message);
     tick() every half second while jobs run (every WAIT_POLL s while waiting for another
     run), so that a hook can keep time."""
 
     start: Callable[[int, int], None] = lambda todo, skipped: None
     compiling: Callable[[list[str]], None] = lambda variants: None
-    job_done: Callable[[Job, str], None] = lambda job, outcome: None
+    job_done: Callable[[Job, JobOutcome], None] = lambda job, outcome: None
     notice: Callable[[str], None] = lambda message: None
     tick: Callable[[], None] = lambda: None
 
@@ -144,16 +149,16 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     todo, report = _triage(jobs, store, force, hooks)
     stop = np.zeros(1, dtype=np.int64)
 
-    def one(group: list[Job], kernel: KernelPlan) -> list[str]:
+    def one(group: list[Job], kernel: KernelPlan) -> list[JobOutcome]:
         if stop[0]:
-            return ["cancelled"] * len(group)
+            return [_CANCELLED] * len(group)
         t = time.perf_counter()
         name = part_name([j.id for j in group])
         if not _lock(locks, name, store):
-            return ["busy"] * len(group)
+            return [_BUSY] * len(group)
         try:
             if not force and store.holds(group):
-                return ["elsewhere"] * len(group)
+                return [_ELSEWHERE] * len(group)
             return _compute(group, store, positions, stop, kernel, report.inside)
         finally:
             locks.release(name)
@@ -238,7 +243,7 @@ def _triage(jobs: list[Job], store: Store, force: bool, hooks: Hooks):
 
 
 def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
-             kernel: KernelPlan, inside: list[float]) -> list[str]:
+             kernel: KernelPlan, inside: list[float]) -> list[JobOutcome]:
     """Integrate a batch and write its part; each job's outcome. The seconds integrating
     go to `inside`."""
     t = time.perf_counter()
@@ -246,14 +251,14 @@ def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
         results = simulate_batch(group, positions, stop, kernel=kernel,
                                  columns=store.config.output.columns)
     except Stopped:
-        return ["cancelled"] * len(group)
+        return [_CANCELLED] * len(group)
     spent = time.perf_counter() - t  # not inside[-1]: another worker may append first
     inside.append(spent)
     share = spent / len(group)
     written = [f"{type(r).__name__}: {r}" if isinstance(r, Exception) else r for r in results]
     store.write_batch(group, written, [share] * len(group))
-    return [f"failed: {r}" if isinstance(r, str) else
-            "nonfinite" if r.status == STATUS_NONFINITE else "ok" for r in written]
+    return [JobOutcome(Done.FAILED, r) if isinstance(r, str) else
+            _NONFINITE if r.status == STATUS_NONFINITE else _OK for r in written]
 
 
 def _pass(pool, one, todo: list[list[Job]], stop, report: RunReport,
@@ -286,7 +291,7 @@ def _await_others(busy: list[list[Job]], store: Store, locks: JobLocks, report: 
             elif store.holds(batch):
                 report.elsewhere += len(batch)
                 for job in batch:
-                    hooks.job_done(job, "elsewhere")
+                    hooks.job_done(job, _ELSEWHERE)
             else:
                 ready.append(batch)
         if ready:
@@ -307,7 +312,7 @@ def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
         remaining -= len(done)
         for f in done:
             batch, outcomes = futures[f], f.result()
-            if outcomes[0] == "busy":
+            if outcomes[0].done is Done.BUSY:
                 busy.append(batch)
                 continue
             for job, outcome in zip(batch, outcomes):
@@ -315,16 +320,16 @@ def _collect(futures: dict, finished: queue.SimpleQueue, report: RunReport,
     return sorted(busy, key=lambda b: b[0].index)
 
 
-def _count(job: Job, outcome: str, report: RunReport, hooks: Hooks) -> None:
-    if outcome == "cancelled":
+def _count(job: Job, outcome: JobOutcome, report: RunReport, hooks: Hooks) -> None:
+    if outcome.done is Done.CANCELLED:
         return
-    if outcome == "elsewhere":
+    if outcome.done is Done.ELSEWHERE:
         report.elsewhere += 1
-    elif outcome.startswith("failed"):
-        report.failed.append((job, outcome.partition(": ")[2]))
+    elif outcome.done is Done.FAILED:
+        report.failed.append((job, outcome.error))
     else:
         report.completed += 1
-        if outcome == "nonfinite":
+        if outcome.done is Done.NONFINITE:
             report.nonfinite.append(job)
     hooks.job_done(job, outcome)
 
