@@ -34,7 +34,7 @@ def tiny(tmp_path_factory):
     result = invoke("probe", "--model", path, "--text", text, "-o", tmp / "p.nc",
                     "--save-embeddings", tmp / "e.npy")
     assert result.exit_code == 0, result.output
-    return bert.load(str(path)), tensors, path, tmp / "full", tmp / "e.npy", text
+    return bert.open_model(str(path)), tensors, path, tmp / "full", tmp / "e.npy", text
 
 
 def layer_config(tiny, tmp_path, **model):

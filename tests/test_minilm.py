@@ -33,7 +33,7 @@ MEAN_COSINE = [0.0363736, 0.1222546, 0.1495726, 0.1766836, 0.2231291, 0.3038987,
 
 @pytest.fixture(scope="module")
 def minilm():
-    return bert.load("minilm")
+    return bert.open_model("minilm")
 
 
 def test_token_ids_follow_the_vocabulary(minilm):
@@ -56,7 +56,7 @@ def test_shape_of_the_model(minilm):
 
 def test_per_layer_mean_cosine_is_reproduced(minilm):
     first = probe.probe(minilm, TEXT)
-    again = probe.probe(bert.load("minilm"), TEXT)
+    again = probe.probe(bert.open_model("minilm"), TEXT)
     assert first.attrs["n_tokens"] == 27
     np.testing.assert_allclose(first.mean_cosine, MEAN_COSINE, atol=1e-5)
     np.testing.assert_allclose(again.mean_cosine, first.mean_cosine, atol=1e-5)

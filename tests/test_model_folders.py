@@ -129,7 +129,7 @@ def test_extract_onto_an_existing_file_is_refused(folder):
 def test_special_tokens_in_the_text_stay_one_token(folder):
     """As in Hugging Face's tokenizers (the reference): an added special token written in the
     text is matched exactly, before lower-casing, and kept whole."""
-    tok = bert.load(str(folder)).tokenizer
+    tok = bert.open_model(str(folder)).tokenizer
     assert tok.tokens("hello [SEP] the [CLS]world") == [
         "[CLS]", "hello", "[SEP]", "the", "[CLS]", "world", "[SEP]"]
     assert tok.tokens("[cls]") == ["[CLS]"] + ["[UNK]"] * 3 + ["[SEP]"]  # [, cls, ]: no token

@@ -25,7 +25,7 @@ TOKENS = ["[CLS]", "hello", ",", "the", "token", "##s", "cluster", "##ed", "!", 
 def tiny(tmp_path_factory):
     path, tensors = tiny_model_dir(tmp_path_factory.mktemp("tiny"))
     raw = {k: v.astype(np.float64) for k, v in tensors.items()}
-    return bert.load(str(path)), raw, path
+    return bert.open_model(str(path)), raw, path
 
 
 

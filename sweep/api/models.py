@@ -34,7 +34,7 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
         words = read_bytes(text).decode("utf-8", errors="replace")
     except OSError as err:
         raise ConfigError(f"{text}: cannot read ({err.strerror or err})") from None
-    loaded = bert.load(model)
+    loaded = bert.open_model(model)
     ds = probing.probe(loaded, words, beta, cluster_eps, threshold, str(text),
                        project=project)
     write_dataset(ds, out if out is not None else Path("results") / f"probe-{text.stem}.nc")
@@ -52,5 +52,5 @@ def extract(directory: str | Path, model: str = "minilm", controls: bool = False
     from sweep.pretrained import bert, folder, probing
 
     if full:
-        return folder.extract_full(bert.load(model), Path(directory), controls)
-    return probing.extract(bert.load(model), Path(directory), controls)
+        return folder.extract_full(bert.open_model(model), Path(directory), controls)
+    return probing.extract(bert.open_model(model), Path(directory), controls)

@@ -26,7 +26,7 @@ def load_training(source: str | Path, overrides: list[str] | tuple[str, ...] = (
     train, compile and submit. `set=`: the former name of `overrides` (deprecated)."""
     from sweep.training import settings
 
-    return settings.load(source, renamed_overrides(overrides, set))
+    return settings.load_training(source, renamed_overrides(overrides, set))
 
 
 def train(source: str | Path | dict, out: str | Path | None = None,
@@ -48,7 +48,7 @@ def train(source: str | Path | dict, out: str | Path | None = None,
         raw = apply_overrides(copy.deepcopy(source), overrides)
         tc = settings.from_raw(raw, None, tuple(overrides))
     else:
-        tc = settings.load(source, overrides)
+        tc = settings.load_training(source, overrides)
     path = training_output(tc.config, out)
     part = resolve_shard(shard)
     ds = sweeping.run(tc, command, parts=beside(path, "parts"),

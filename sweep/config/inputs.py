@@ -39,7 +39,7 @@ def resolve(text: str, source: Path | None) -> Path:
     return path
 
 
-def load(key: str, text: str, source: Path | None, digest: str | None = None,
+def read_array(key: str, text: str, source: Path | None, digest: str | None = None,
          shape_ok: Callable[[tuple], str] | None = None) -> tuple[np.ndarray, str]:
     """(array as float64, content digest); ConfigError naming `key` if it is unusable.
 
@@ -122,7 +122,7 @@ def matrix(key: str, text: str, source: Path | None, d: int, heads: int,
            digest: str | None = None) -> np.ndarray:
     """A `.npy` matrix spec as [heads, d, d]; a (d, d) file serves every head."""
     shapes = [(d, d)] + ([(heads, d, d)] if key != "model.ffn" else [])
-    array, _ = load(key, text, source, digest, _shapes(shapes))
+    array, _ = read_array(key, text, source, digest, _shapes(shapes))
     return np.broadcast_to(array, (heads, d, d)) if key != "model.ffn" else array
 
 
@@ -139,7 +139,7 @@ def start(text: str, source: Path | None, n: int, d: int, seed: int,
             return f"holds {shape[0]} start(s), no seed {seed}"
         return f"shape {shape}, expected ({n}, {d}) or (seeds, {n}, {d})"
 
-    array, _ = load("init.path", text, source, digest, shape_ok)
+    array, _ = read_array("init.path", text, source, digest, shape_ok)
     x = array if array.shape == (n, d) else array[seed]
     norms = np.linalg.norm(x, axis=1, keepdims=True)
     if (norms == 0).any():
@@ -169,5 +169,5 @@ def check(model, init, seed: int, source: Path | None) -> dict[str, str]:
             start(text, source, model.n, model.d, seed)
         else:
             matrix(key, text, source, model.d, model.heads)
-        digests[key] = load(key, text, source)[1]  # cached: the check above read the file
+        digests[key] = read_array(key, text, source)[1]  # cached: the check above read the file
     return digests

@@ -106,7 +106,7 @@ def ffn_width(model, index: Index) -> int:
     return int(index.meta.get("ffn_width") or model.ffn_width or 4 * model.d)
 
 
-def load(model, source: Path | None) -> tuple[Index, list[dict[str, np.ndarray]]]:
+def read_weights(model, source: Path | None) -> tuple[Index, list[dict[str, np.ndarray]]]:
     """(index, per layer: name -> float64 array of its ARRAYS shape), every file checked."""
     index = read_index(model, source)
     sizes = {"h": model.heads, "d": model.d, "m": ffn_width(model, index)}
@@ -115,7 +115,7 @@ def load(model, source: Path | None) -> tuple[Index, list[dict[str, np.ndarray]]
         arrays = {}
         for name, path in files.items():
             key = f"model.weights: layer {layer} {name}"
-            array, _ = inputs.load(key, str(path), None)
+            array, _ = inputs.read_array(key, str(path), None)
             shape = tuple(sizes[s] for s in ARRAYS[name])
             if array.shape != shape:
                 raise ConfigError(f"{key}: {path}: shape {array.shape}, expected {shape}")
@@ -172,7 +172,7 @@ class Uses(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def _digest(model: Uses, source, stamp: tuple) -> str:
     """Once per folder version and model shape: a sweep's jobs share their folder."""
-    index, _ = load(model, source)
-    parts = [index.digest] + [inputs.load("model.weights", str(p), None)[1]
+    index, _ = read_weights(model, source)
+    parts = [index.digest] + [inputs.read_array("model.weights", str(p), None)[1]
                               for files in index.files for p in files.values()]
     return stable_hash(parts)

@@ -38,7 +38,7 @@ def _one(key: str, spec: str, heads: int, d: int, rng, source: Path | None, dige
 def attention(model, rng: np.random.Generator, source: Path | None = None,
               digests: dict | None = None):
     """(qk, v): each [heads, d, d], or None for the identity. qk is drawn before v.
-    digests: key -> the content digest a file must have (a job's, see inputs.load)."""
+    digests: key -> the content digest a file must have (a job's, see inputs.read_array)."""
     qk = _one("model.qk", model.qk, model.heads, model.d, rng, source, digests or {})
     if model.v == "qk":
         return qk, qk

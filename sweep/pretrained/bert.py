@@ -207,7 +207,7 @@ def model_dir(model: str) -> Path:
     return path
 
 
-def load(model: str) -> Bert:
+def open_model(model: str) -> Bert:
     """A BERT from a directory holding config.json, model.safetensors and tokenizer.json,
     each checked against the others (ModelError naming the file and what is wrong)."""
     path = model_dir(model)
@@ -219,7 +219,7 @@ def load(model: str) -> Bert:
     t = {k.removeprefix("bert."): v for k, v in t.items()}
     check_shapes(t, cfg, path / "model.safetensors")
     try:
-        tokenizer = wordpiece.load(path / "tokenizer.json")
+        tokenizer = wordpiece.read_tokenizer(path / "tokenizer.json")
     except ValueError as err:  # JSON, layout or contents
         raise ModelError(f"{path / 'tokenizer.json'}: {err}") from None
     rows = t["embeddings.word_embeddings.weight"].shape[0]

@@ -103,7 +103,7 @@ def pre_split(text: str) -> list[str]:
     return words
 
 
-def load(path: str | Path) -> WordPiece:
+def read_tokenizer(path: str | Path) -> WordPiece:
     """The tokenizer a Hugging Face `tokenizer.json` describes (BERT normaliser, WordPiece);
     ValueError saying what in it cannot be used."""
     try:

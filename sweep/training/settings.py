@@ -85,7 +85,7 @@ class TrainConfig:
                               sort_keys=False)
 
 
-def load(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
+def load_training(path: str | Path, overrides: list[str] = ()) -> TrainConfig:
     """Read, override and validate a training config; ConfigError names the key."""
     raw = apply_overrides(read_yaml(path), list(overrides))
     return from_raw(raw, Path(path), tuple(overrides))

@@ -113,7 +113,7 @@ def random_mlp(d: int, width: int, rng: np.random.Generator) -> Ffn:
 
 
 def folder_blocks(m, source, betas: np.ndarray) -> list[Block]:
-    index, layers = weights.load(m, source)
+    index, layers = weights.read_weights(m, source)
     eps = float(index.meta.get("ln_eps", weights.LN_EPS))
     return [Block(b, qk=a.get("qk"), qk_bias=a.get("qk_bias"), v=a.get("v"),
                   v_bias=a.get("v_bias"), combine=m.head_combine,
