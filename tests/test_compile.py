@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 import sweep
+from sweep.execution import kernel
 from sweep.execution.kernel import KernelPlan, kernel_plan
 from sweep.kernels import cache
 
@@ -45,10 +46,10 @@ def contents(directory: Path) -> dict:
 def test_each_job_gets_one_kernel_plan():
     jobs = sweep.plan(sweep.load(MIXED)).jobs
     plans = {(j.model.n, j.model.attention): kernel_plan(j) for j in jobs}
-    assert plans[8, "softmax"] == KernelPlan("lanes", "float64")
-    assert plans[300, "softmax"] == KernelPlan("blocked", "float64", symmetric=False)
-    assert plans[1030, "softmax"] == KernelPlan("blocked", "float64", symmetric=True)
-    assert {plans[n, "relu"] for n in (8, 300, 1030)} == {KernelPlan("general", "float64")}
+    assert plans[8, "softmax"] == KernelPlan(kernel.LANES, "float64")
+    assert plans[300, "softmax"] == KernelPlan(kernel.BLOCKED, "float64", symmetric=False)
+    assert plans[1030, "softmax"] == KernelPlan(kernel.BLOCKED, "float64", symmetric=True)
+    assert {plans[n, "relu"] for n in (8, 300, 1030)} == {KernelPlan(kernel.GENERAL, "float64")}
     assert sweep.plan(sweep.load(MIXED)).kernels.keys() == {
         "general-float64", "lanes-float64", "blocked-float64", "symmetric-float64"}
 

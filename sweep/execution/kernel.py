@@ -12,6 +12,7 @@ exactly the variants a sweep's plans name (simulate.warm_up).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +20,14 @@ import numpy as np
 from sweep.config.grid import Job, kinds
 from sweep.execution.layers import cost as layer_cost
 from sweep.execution.layers.flow import as_flow
-from sweep.kernels.codes import LANES_MAX_D, N_OBS, SYMMETRIC_MAX_BYTES, SYMMETRIC_MIN_N, TILE
+from sweep.kernels.codes import (
+    LANES_MAX_D,
+    LANES_MIN,
+    N_OBS,
+    SYMMETRIC_MAX_BYTES,
+    SYMMETRIC_MIN_N,
+    TILE,
+)
 
 # The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
 # bounds keep every exponent inside that range (softmax: RK4 stages leave the sphere by at
@@ -30,25 +38,50 @@ FAST_UNNORMALIZED_MAX_BETA = 300.0
 # kernel's loops (benchmarks/run.py times both strategies side by side).
 BLOCKED_MIN_N = 256
 
-# Counted flops (job_flop) per second on one core, by strategy, from `make bench` and the
-# demo on this project's 2-core reference machine; good to a factor of about 2.
-NOMINAL_FLOPS = {"general": 1.5e9, "rows": 1.0e10, "lanes": 2.0e10, "blocked": 2.0e10,
-                 "layers": 1.5e9}
-# Seconds to compile one variant into an empty cache on the reference machine: the CPU time
-# of `sweep compile` for a config using only it, with a fresh NUMBA_CACHE_DIR (23, 15, 5.1 and
-# 5.8 s user on a loaded machine; the demo's rows took 8.8 s wall idle, docs/performance.md).
-# Loading them from the cache takes a tenth of a second.
-# lanes: 50.2 s user (57.8 s wall) for configs/phase-glpr-reference.yaml on an idle machine.
-# layers: the general step and observables.
-COLD_COMPILE_SECONDS = {"general": 20.0, "rows": 12.0, "lanes": 50.0, "blocked": 5.0,
-                        "symmetric": 5.0, "layers": 20.0}
+
+@dataclass(frozen=True)
+class Strategy:
+    """One compiled path and what planning needs to know of it: its rate, its compile time,
+    the memory a job holds on it, and how the runner feeds it. What it calls is
+    simulate.PATHS[strategy] (compiled code, which planning never imports).
+
+    flops: counted flops (job_flop) per second on one core, from `make bench` and the demo
+    on the project's 2-core reference machine, good to a factor of about 2; compile_seconds:
+    one variant compiled into an empty cache there (the CPU time of `sweep compile` for a
+    config using only it; loading it from the cache takes a tenth of a second); copies: the
+    [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
+    in one compiled call; shared: one job's row tiles can be shared over threads;
+    min_batch: the jobs a batch should hold, where there are enough (fewer lanes run one at
+    a time, at a third of the speed at (32, 2));
+    square(n, itemsize, tile): the bytes of n x n scratch a job holds (lanes share theirs
+    per block of systems)."""
+
+    name: str
+    flops: float
+    compile_seconds: float
+    copies: int = 1
+    batched: bool = False
+    shared: bool = False
+    min_batch: int = 1
+    square: Callable[[int, int, int], int] = lambda n, item, tile: 0
+
+
+GENERAL = Strategy("general", 1.5e9, 20.0)            # kernels/general/: every model
+ROWS = Strategy("rows", 1.0e10, 12.0, copies=2, batched=True,  # the Gram matrix, weights
+                square=lambda n, item, tile: 2 * n * n * 8)
+LANES = Strategy("lanes", 2.0e10, 50.0, copies=2, batched=True, min_batch=LANES_MIN)
+BLOCKED = Strategy("blocked", 2.0e10, 5.0, copies=3, shared=True,  # a tile per thread
+                   square=lambda n, item, tile: min(tile, n) * n * item + 4 * n * 8)
+LAYERS = Strategy("layers", 1.5e9, 20.0)              # the general step and observables
+STRATEGIES = {s.name: s for s in (GENERAL, ROWS, LANES, BLOCKED, LAYERS)}
+SYMMETRIC_COMPILE_SECONDS = 5.0  # blocked with whole weights: a variant of its own
 
 
 @dataclass(frozen=True)
 class KernelPlan:
     """How one job is integrated; what its numbers depend on, and the threads it gets."""
 
-    strategy: str            # general | lanes | rows | blocked | layers (sweep.execution.layers)
+    strategy: Strategy       # GENERAL | LANES | ROWS | BLOCKED | LAYERS
     dtype: str               # float64 | float32 (the state; observables are float64)
     symmetric: bool = False  # blocked: whole n x n weights (Symmetric) or [TILE, n] tiles
     tile: int = TILE         # blocked: rows per BLAS call (fixed: the numbers depend on it)
@@ -57,7 +90,7 @@ class KernelPlan:
     @property
     def path(self) -> str:
         """general, rows, blocked (tile by tile) or symmetric (blocked, whole weights)."""
-        return "symmetric" if self.symmetric else self.strategy
+        return "symmetric" if self.symmetric else self.strategy.name
 
     @property
     def variant(self) -> str:
@@ -66,7 +99,7 @@ class KernelPlan:
 
     def on(self, threads: int) -> KernelPlan:
         """The same kernel with its row tiles shared over `threads` (blocked only)."""
-        return replace(self, threads=threads) if self.strategy == "blocked" else self
+        return replace(self, threads=threads) if self.strategy.shared else self
 
 
 def kernel_plan(job: Job) -> KernelPlan:
@@ -75,14 +108,14 @@ def kernel_plan(job: Job) -> KernelPlan:
     if model.layers is not None:  # its flow's fast kernel, if it is a flow that takes one
         flow = as_flow(job)
         fast = flow is not None and fast_path_covers(flow.model, flow.integrate)
-        return kernel_plan(flow) if fast else KernelPlan("layers", integ.dtype)
+        return kernel_plan(flow) if fast else KernelPlan(LAYERS, integ.dtype)
     if not fast_path_covers(model, integ):
-        return KernelPlan("general", integ.dtype)
+        return KernelPlan(GENERAL, integ.dtype)
     if model.n < BLOCKED_MIN_N:
-        return KernelPlan("lanes" if model.d <= LANES_MAX_D else "rows", integ.dtype)
+        return KernelPlan(LANES if model.d <= LANES_MAX_D else ROWS, integ.dtype)
     item = np.dtype(integ.dtype).itemsize
     symmetric = SYMMETRIC_MIN_N <= model.n and model.n**2 * item <= SYMMETRIC_MAX_BYTES
-    return KernelPlan("blocked", integ.dtype, symmetric=symmetric)
+    return KernelPlan(BLOCKED, integ.dtype, symmetric=symmetric)
 
 
 def fast_path_covers(model, integ) -> bool:
@@ -151,16 +184,15 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     plan = kernel_plan(job)
     stages = 5 if job.integrate.method == "rk4" else 1
     m = job.model
-    matrices = plan.strategy == "general" and not m.qk == m.v == "identity"
-    per_head = 0 if plan.strategy != "general" else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
-    copies = {"general": 1, "rows": 2, "lanes": 2, "blocked": 3}[plan.strategy] + stages
+    matrices = plan.strategy is GENERAL and not m.qk == m.v == "identity"
+    per_head = 0 if plan.strategy is not GENERAL else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
+    copies = plan.strategy.copies + stages
     if plan.symmetric:
         # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
         tiles = -(-n // plan.tile)
         square = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
     else:
-        square = {"general": 0, "rows": 2 * n * n * 8, "lanes": 0,
-                  "blocked": min(plan.tile, n) * n * item + 4 * n * 8}[plan.strategy]
+        square = plan.strategy.square(n, item, plan.tile)
     resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
     return {"model.n": copies * n * d * 8 + 5 * n * 8 + square + resolved,
             "model.heads": per_head + 2 * m.heads * n * d * 8 * matrices,
@@ -172,14 +204,16 @@ def estimate(jobs: list[Job], positions: str = "none") -> Cost:
     for job, count in kinds(jobs):  # a job's cost does not depend on its seed or start
         flop += count * job_flop(job)
         peak = max(peak, job_bytes(job, positions) / 2**20)
-        seconds += count * job_flop(job) / NOMINAL_FLOPS[kernel_plan(job).strategy]
+        seconds += count * job_flop(job) / kernel_plan(job).strategy.flops
     return Cost(flop / 1e9, peak, seconds)
 
 
 def cold_compile_seconds(variants: list[str]) -> float:
     """About how long these variants (KernelPlan.variant names) take to compile when the
     cache holds none of them."""
-    return sum(COLD_COMPILE_SECONDS[name.rpartition("-")[0]] for name in variants)
+    seconds = {**{s.name: s.compile_seconds for s in STRATEGIES.values()},
+               "symmetric": SYMMETRIC_COMPILE_SECONDS}
+    return sum(seconds[name.rpartition("-")[0]] for name in variants)
 
 
 def variants(jobs: list[Job]) -> dict[str, KernelPlan]:

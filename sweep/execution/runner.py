@@ -22,11 +22,11 @@ from threadpoolctl import threadpool_limits
 
 from sweep.config.grid import Job
 from sweep.errors import Interrupted, StoreError
-from sweep.execution.kernel import NOMINAL_FLOPS, KernelPlan, job_flop, job_memory, kernel_plan
+from sweep.execution.kernel import KernelPlan, job_flop, job_memory, kernel_plan
 from sweep.execution.outcomes import Done, JobOutcome
 from sweep.execution.resources import available_cpus
 from sweep.execution.simulate import Stopped, simulate_batch, warm_up
-from sweep.kernels.codes import LANES_MIN, STATUS_FAILED, STATUS_NONFINITE
+from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
 from sweep.storage.locks import STALE_AFTER, JobLocks
 from sweep.storage.parts import part_name
 from sweep.storage.store import Store
@@ -105,16 +105,16 @@ def batch_size(job: Job, count: int, width: int, positions: str) -> int:
     """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
     BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
-    run as lanes (kernels/lanes.py) come LANES_MIN to a batch at least (fewer run one at a
-    time, at a third of the speed at (32, 2)) where every thread still gets
-    LANES_BATCHES_PER_THREAD such batches."""
+    run as lanes (kernels/lanes.py) come their strategy's min_batch to a batch at least
+    where every thread still gets LANES_BATCHES_PER_THREAD such batches."""
     plan = kernel_plan(job)
-    if plan.strategy == "blocked":
+    if plan.strategy.shared:
         return 1
-    seconds = job_flop(job) / NOMINAL_FLOPS[plan.strategy]
+    seconds = job_flop(job) / plan.strategy.flops
     held = sum(job_memory(job, positions).values())
-    fill = plan.strategy == "lanes" and count >= LANES_BATCHES_PER_THREAD * LANES_MIN * width
-    least = LANES_MIN if fill else 1
+    least = plan.strategy.min_batch
+    if count < LANES_BATCHES_PER_THREAD * least * width:
+        least = 1
     return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
                       BATCH_BYTES // max(held, 1),
                       max(least, count // (BATCHES_PER_THREAD * width))))
@@ -194,7 +194,7 @@ def _stages(todo: list[list[Job]], width: int) -> list[tuple[list[list[Job]], in
     """(batches, threads in the pool, threads per batch): one batch per thread, except
     "blocked" jobs (a batch of one each) too few to fill the threads, which run last, one
     at a time, on all of them."""
-    blocked = [kernel_plan(b[0]).strategy == "blocked" for b in todo]
+    blocked = [kernel_plan(b[0]).strategy.shared for b in todo]
     wide = [b for b, w in zip(todo, blocked) if w]
     if not wide or len(wide) >= width:
         return [(todo, width, 1)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
@@ -19,7 +20,17 @@ from sweep.config import inputs
 from sweep.config.grid import Job
 from sweep.config.schema import stable_hash
 from sweep.execution import matrices, states
-from sweep.execution.kernel import KernelPlan, kernel_plan, variants
+from sweep.execution.kernel import (
+    BLOCKED,
+    GENERAL,
+    LANES,
+    LAYERS,
+    ROWS,
+    KernelPlan,
+    Strategy,
+    kernel_plan,
+    variants,
+)
 from sweep.execution.layers import params, stack
 from sweep.execution.layers.flow import as_flow
 from sweep.kernels import cache
@@ -133,7 +144,7 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     and rows paths compute no more than they need (codes.save_level)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    if kernel.strategy not in ("rows", "lanes") or jobs[0].model.layers is not None:
+    if not kernel.strategy.batched or jobs[0].model.layers is not None:
         return [_chosen(_one(job, kernel, positions, flag), columns) for job in jobs]
     out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
     ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
@@ -165,7 +176,7 @@ def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
             return simulate_layers(job, positions, flag, kernel)
         x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
         obs, traj = _outputs(1, job, positions, x.dtype)
-        status, _ = _integrate(job, kernel, x, obs[0], traj[0], flag)
+        status, _ = PATHS[kernel.strategy].one(job, kernel, x, obs[0], traj[0], flag)
     except Stopped:
         raise
     except Exception as err:  # noqa: BLE001 - a failed job is a result of its own
@@ -191,9 +202,9 @@ def _starts(jobs: list[Job], dtype: str) -> list:
 
 def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: str,
                 flag: np.ndarray, columns: tuple[str, ...]) -> list:
-    """JobResults of jobs whose starts are drawn, from one integrate_lanes or
-    integrate_rows_batch call (kernel.strategy), with the observables `columns` only
-    (computed to codes.save_level, taken out once)."""
+    """JobResults of jobs whose starts are drawn, from one compiled call of their strategy's
+    path (lanes or rows), with the observables `columns` only (computed to
+    codes.save_level, taken out once)."""
     t0 = time.perf_counter()
     first, integ = jobs[0], jobs[0].integrate
     xs = np.stack([x for x, _ in starts])
@@ -204,10 +215,7 @@ def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: st
          for j in jobs], float).T)
     args = (xs, betas, first.model.attention == "softmax", METHOD_CODES[integ.method], dts,
             integ.save_stride, epss, obs, traj, flag, status)
-    if kernel.strategy == "lanes":
-        code = integrate_lanes(*args, np.zeros(len(jobs), dtype=np.int64), save_level(columns))
-    else:
-        code = integrate_rows_batch(*args, save_level(columns))
+    code = PATHS[kernel.strategy].batch(args, save_level(columns))
     if code == STOPPED:
         raise Stopped(first.id)
     if columns != OBSERVABLES:
@@ -243,7 +251,7 @@ def simulate_layers(job: Job, positions: str = "none", stop: np.ndarray | None =
     layer observed; observables [layers + 1, len(OBSERVABLES) + 1] (token_norm last).
     blocks: other blocks than the config's (trained ones), run on the layer stack."""
     kernel = kernel or kernel_plan(job)
-    if blocks is None and kernel.strategy != "layers":  # a flow on a fast kernel (layers.flow)
+    if blocks is None and kernel.strategy is not LAYERS:  # a flow on a fast kernel (layers.flow)
         return _as_flow(job, kernel, positions, stop)
     t0 = time.perf_counter()
     blocks = layer_blocks(job) if blocks is None else blocks
@@ -268,18 +276,6 @@ def _as_flow(job: Job, kernel: KernelPlan, positions: str, stop) -> JobResult:
                    positions=kept)
 
 
-def _integrate(job: Job, kernel: KernelPlan, x, obs, traj, flag):
-    """One job on the general or blocked path."""
-    model, integ = job.model, job.integrate
-    common = (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
-              float(integ.cluster_eps), obs, traj, flag)
-    if kernel.strategy == "general":
-        return integrate(x, job_dynamics(job), *common)
-    return integrate_blocked(x, float(model.beta * model.beta_factor),
-                             model.attention == "softmax", *common, threads=kernel.threads,
-                             symmetric=kernel.symmetric)
-
-
 def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
     """Compile (or load from the cache) exactly the kernel variants `jobs` call, before
     workers start: many threads or tasks compiling into one cache at once can crash it.
@@ -290,29 +286,81 @@ def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
     if cold:
         compiling(cold)
     for name, kernel in kernels.items():
-        _compile(kernel)
+        PATHS[kernel.strategy].warm(kernel)
         cache.mark(name)
     return cold
 
 
-def _compile(kernel: KernelPlan) -> None:
+# ---------------------------------------------------------------- the paths
+
+def _common(job: Job, obs, traj, flag) -> tuple:
+    integ = job.integrate
+    return (METHOD_CODES[integ.method], float(integ.dt), integ.save_stride,
+            float(integ.cluster_eps), obs, traj, flag)
+
+
+def _general(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+    return integrate(x, job_dynamics(job), *_common(job, obs, traj, flag))
+
+
+def _blocked(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+    m = job.model
+    return integrate_blocked(x, float(m.beta * m.beta_factor), m.attention == "softmax",
+                             *_common(job, obs, traj, flag), threads=kernel.threads,
+                             symmetric=kernel.symmetric)
+
+
+def _lanes(args: tuple, level: int) -> int:
+    return integrate_lanes(*args, np.zeros(len(args[0]), dtype=np.int64), level)
+
+
+def _rows(args: tuple, level: int) -> int:
+    return integrate_rows_batch(*args, level)
+
+
+def _pair_start(kernel: KernelPlan):
     """One save of two groups of two tokens: the same compiled functions, with the same
-    argument types, as every job of this variant (one kernel per dtype serves every general
+    argument types, as every job of a variant (one kernel per dtype serves every general
     model); groups, so that the passes a save makes only when groups exist compile too."""
     x = np.repeat(np.eye(2, dtype=np.dtype(kernel.dtype)), 2, axis=0)
     common = (METHOD_CODES["euler"], 0.1, 1, 1e-3, np.zeros((2, len(OBSERVABLES))),
               np.zeros((0, 4, 2), dtype=x.dtype), np.zeros(1, dtype=np.int64))
-    if kernel.strategy == "general":
-        integrate(x, dynamics("softmax", 1.0), *common)
-    elif kernel.strategy == "layers":
-        stack.warm_up(kernel.dtype)
-    elif kernel.strategy == "blocked":
-        integrate_blocked(x, 1.0, True, *common, symmetric=kernel.symmetric)
-    else:
-        one, status = np.ones(1), np.zeros(1, dtype=np.int64)
-        args = (x[None], one, True, common[0], one * 0.1, 1, one * 1e-3, common[4][None],
-                common[5][None], common[6], status)
-        if kernel.strategy == "lanes":
-            integrate_lanes(*args, status.copy(), SAVE_ALL)
-        else:
-            integrate_rows_batch(*args, SAVE_ALL)
+    return x, common
+
+
+def _warm_general(kernel: KernelPlan) -> None:
+    x, common = _pair_start(kernel)
+    integrate(x, dynamics("softmax", 1.0), *common)
+
+
+def _warm_blocked(kernel: KernelPlan) -> None:
+    x, common = _pair_start(kernel)
+    integrate_blocked(x, 1.0, True, *common, symmetric=kernel.symmetric)
+
+
+def _warm_batch(kernel: KernelPlan) -> None:
+    x, common = _pair_start(kernel)
+    one, status = np.ones(1), np.zeros(1, dtype=np.int64)
+    args = (x[None], one, True, common[0], one * 0.1, 1, one * 1e-3, common[4][None],
+            common[5][None], common[6], status)
+    PATHS[kernel.strategy].batch(args, SAVE_ALL)
+
+
+@dataclass(frozen=True)
+class Path:
+    """What a strategy (kernel.Strategy: the facts planning needs) calls: one(job, kernel, x,
+    obs, traj, flag) -> (status, saves) integrates a job, batch(args, level) -> status a
+    batch in one compiled call (the strategy is batched), warm(kernel) compiles it."""
+
+    warm: Callable[[KernelPlan], None]
+    one: Callable | None = None
+    batch: Callable[[tuple, int], int] | None = None
+
+
+PATHS: dict[Strategy, Path] = {
+    GENERAL: Path(_warm_general, one=_general),
+    BLOCKED: Path(_warm_blocked, one=_blocked),
+    LANES: Path(_warm_batch, batch=_lanes),
+    ROWS: Path(_warm_batch, batch=_rows),
+    LAYERS: Path(lambda kernel: stack.warm_up(kernel.dtype)),
+}
