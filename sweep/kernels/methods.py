@@ -5,6 +5,8 @@ A step of dx/dt = f(x) (f = P_x(v), or v itself for layer) ends by renormalising
     euler, layer  x <- x + dt k1 (+ the noise, Euler-Maruyama)                       first order
     rk4           classical RK4: k1 = f(x), k2 = f(x + dt/2 k1), k3 = f(x + dt/2 k2),
                   k4 = f(x + dt k3), x <- x + dt/6 (k1 + 2 k2 + 2 k3 + k4)          fourth order
+    heun          explicit trapezoid (improved Euler): k1 = f(x), k2 = f(x + dt k1),
+                  x <- x + dt/2 k1 + dt/2 k2                                        second order
 
 The sphere is invariant (and attracting) for the ambient field f, so renormalising keeps each
 method's order (docs/integrators.md compares them).
@@ -33,7 +35,7 @@ its class are Python callables.
 from numba import types
 from numba.extending import overload, register_jitable
 
-from sweep.kernels.codes import RK4
+from sweep.kernels.codes import HEUN, RK4
 
 STAGES = 5  # the scratch states any method uses: rk4's four stages and its trial state
 _NAMES = ("velocity", "diffuse", "shift", "rk4_combine", "normalise")
@@ -120,11 +122,24 @@ def rk4(lay, x):
 
 
 @register_jitable(inline="always")
+def heun(lay, x):
+    """Deterministic, as rk4; its stages are rk4's first two and trial state."""
+    k1, k2, y = lay.ws[0], lay.ws[1], lay.ws[4]
+    velocity(lay, x, k1, 0)
+    shift(lay, y, x, 1.0, k1)
+    velocity(lay, y, k2, 1)
+    shift(lay, x, x, 0.5, k1)
+    shift(lay, x, x, 0.5, k2)
+
+
+@register_jitable(inline="always")
 def step(lay, x, tick):
     """One step of lay.method of the state x in place, then renormalisation; tick: the step
     number (indexes the noise)."""
     if lay.method == RK4:
         rk4(lay, x)
+    elif lay.method == HEUN:
+        heun(lay, x)
     else:
         euler(lay, x, tick)
     normalise(lay, x)
