@@ -32,10 +32,19 @@ and no call is added); blocked.py calls them as Python, where the primitives reg
 its class are Python callables.
 """
 
+import warnings
+
 from numba import types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload, register_jitable
 
 from sweep.kernels.codes import HEUN, RK4
+
+# Numba's internal SSA check flags the names it gives a primitive inlined at several stages
+# of one step (it asks for a report, not a change; the compiled code is right: the bits of
+# every path are the written-out steps', tests/test_lanes.py); users would see it at compile.
+warnings.filterwarnings("ignore", message="variable 'implement__locals__",
+                        category=NumbaIRAssumptionWarning)
 
 STAGES = 5  # the scratch states any method uses: rk4's four stages and its trial state
 _NAMES = ("velocity", "diffuse", "shift", "rk4_combine", "normalise")
