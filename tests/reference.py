@@ -48,6 +48,13 @@ def rk4_step(x, kind, beta, dt):
     return normalize(x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4))
 
 
+def heun_step(x, kind, beta, dt):
+    """Explicit trapezoid (improved Euler) on the projected field, then normalised."""
+    k1 = velocity(x, kind, beta)
+    k2 = velocity(x + dt * k1, kind, beta)
+    return normalize(x + dt / 2 * (k1 + k2))
+
+
 def pooled_clustering(positions, threshold=0.999):
     """arXiv 2312.10794's "probability of clustering": the ordered pairs i != j with
     <x_i, x_j> > threshold, counted over every start together, over all such pairs.
@@ -170,7 +177,8 @@ def observables(x, kind, beta, eps):
 
 def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):
     """Observables at each save and the final state, stepping exactly like the kernel."""
-    step = {"euler": euler_step, "layer": layer_step, "rk4": rk4_step}[method]
+    step = {"euler": euler_step, "layer": layer_step, "rk4": rk4_step,
+            "heun": heun_step}[method]
     obs = [observables(x, kind, beta, eps)]
     for _ in range(n_saves - 1):
         for _ in range(stride):
@@ -355,7 +363,7 @@ def normals(key, tick, n, d):
 
 
 def zoo_step(x, model, method, dt, tick):
-    """One euler, layer or rk4 step (noise: Euler-Maruyama, its increment projected);
+    """One euler, layer, rk4 or heun step (noise: Euler-Maruyama, its increment projected);
     leaders are copied, not renormalised, so they never move at all."""
     f = lambda y: zoo_velocity(y, model)  # noqa: E731
     frozen = _frozen(model, x.shape[0])
@@ -365,6 +373,9 @@ def zoo_step(x, model, method, dt, tick):
         k3 = f(x + 0.5 * dt * k2)
         k4 = f(x + dt * k3)
         y = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    elif method == "heun":
+        k1 = f(x)
+        y = x + dt / 2 * (k1 + f(x + dt * k1))
     else:  # euler steps along P_x(v), layer along v itself
         y = x + dt * (zoo_output(x, model) if method == "layer" else f(x))
     if model.get("noise", 0.0) > 0:

@@ -19,6 +19,7 @@ from sweep.config.grid import expand
 from sweep.execution import kernel as plans
 from sweep.execution import runner, simulate
 from sweep.execution.states import uniform
+from sweep.kernels import blocked, methods
 from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.codes import (
@@ -250,11 +251,11 @@ def test_blocked_step_loop_allocates_no_arrays(kind, method):
     # NumPy reports its buffers to tracemalloc: a temporary of one tile's products (256 x 24
     # doubles, 49 kB) in a step would show; only Python's small objects (closures) remain
     x = uniform(300, 24, np.random.default_rng(0))
-    work = kind(x, 2.0, True)
-    work.step(x, METHOD_CODES[method], 0.01)
+    system = blocked.System(kind(x, 2.0, True), METHOD_CODES[method], 0.01, 1e-3)
+    methods.step(system, x, 0)
     tracemalloc.start()
-    for _ in range(5):
-        work.step(x, METHOD_CODES[method], 0.01)
+    for tick in range(1, 6):
+        methods.step(system, x, tick)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 16_000

@@ -361,7 +361,7 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
     if param > top:
         raise ConfigError(f"model.mask: {model.mask} is larger than n={model.n} allows "
                           f"(at most {name}:{top}){at}")
-    if model.noise > 0 and integ.method == "rk4":
+    if model.noise > 0 and integ.method in ("rk4", "heun"):
         raise ConfigError(f"integrate.method: noise is integrated by Euler-Maruyama, "
                           f"set method: euler or layer (got {integ.method}){at}")
     if init.kind == "clusters" and init.clusters > model.n:

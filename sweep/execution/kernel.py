@@ -21,9 +21,11 @@ from sweep.config.grid import Job, kinds
 from sweep.execution.layers import cost as layer_cost
 from sweep.execution.layers.flow import as_flow
 from sweep.kernels.codes import (
+    EVALUATIONS,
     LANES_MAX_D,
     LANES_MIN,
     N_OBS,
+    STAGES_WRITTEN,
     SYMMETRIC_MAX_BYTES,
     SYMMETRIC_MIN_N,
     TILE,
@@ -149,7 +151,7 @@ def job_flop(job: Job) -> float:
     if job.model.layers is not None:
         return layer_cost.flop(job)
     n, d, m = job.model.n, job.model.d, job.model
-    stages = 4 if job.integrate.method == "rk4" else 1
+    stages = EVALUATIONS[job.integrate.method]
     matrix = 0 if m.qk == m.v == "identity" else 4 * n * d * d
     per_eval = m.heads * (n * n * (4 * d + 20) + matrix)
     return job.integrate.n_steps * stages * per_eval + job.integrate.n_saves * 2 * per_eval
@@ -182,7 +184,7 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     item = np.dtype(job.integrate.dtype).itemsize
     traj = saves * n * d * item if positions == "trajectory" else 0
     plan = kernel_plan(job)
-    stages = 5 if job.integrate.method == "rk4" else 1
+    stages = STAGES_WRITTEN[job.integrate.method]
     m = job.model
     matrices = plan.strategy is GENERAL and not m.qk == m.v == "identity"
     per_head = 0 if plan.strategy is not GENERAL else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)

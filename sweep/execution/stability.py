@@ -21,8 +21,7 @@ import math
 import numpy as np
 
 from sweep.config.grid import kinds
-
-STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf}
+from sweep.kernels.codes import STABILITY_INTERVAL
 
 
 def relaxation_rate(attention: str, beta: float) -> float:

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sweep.kernels import methods
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import EULER, LAYER, RK4, TILE
+from sweep.kernels.codes import EULER, LAYER, TILE
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import (
     finish_outside,
@@ -127,7 +128,7 @@ class Blocked:
         self.tiles = [(lo, min(lo + TILE, n)) for lo in range(0, n, TILE)]
         self.xt = np.empty((d, n), dtype=x.dtype)
         self.v = np.empty((n, d), dtype=x.dtype)
-        self.ws = np.empty((5, n, d), dtype=x.dtype)
+        self.ws = np.empty((methods.STAGES, n, d), dtype=x.dtype)
         self.z, self.rows = np.empty(n), np.empty((n, 6))
         self.groups = groups_scratch(n, d)  # the resolved observables' (groups.py)
 
@@ -190,20 +191,6 @@ class Blocked:
         """out = P_x(v) for every token (v itself for the layer method)."""
         np.copyto(self.xt, x.T)
         self.each_tile(self.velocity_tile, x, out, method)
-
-    def step(self, x: np.ndarray, method: int, dt: float) -> None:
-        """One euler, layer or rk4 step of x in place, then renormalisation (as
-        general/integrators.py)."""
-        k1, k2, k3, k4, y = self.ws
-        self.velocity(x, k1, method)
-        if method == RK4:
-            for k_in, k_out, h in ((k1, k2, 0.5 * dt), (k2, k3, 0.5 * dt), (k3, k4, dt)):
-                axpy(y, x, h, k_in)
-                self.velocity(y, k_out, method)
-            rk4_combine(x, dt, k1, k2, k3, k4)
-        else:
-            axpy(x, x, dt, k1)
-        normalize_rows(x)
 
 
 class Symmetric(Blocked):
@@ -284,26 +271,49 @@ class Symmetric(Blocked):
 
 @dataclass(frozen=True)
 class System:
-    """One system of the blocked path for the time loop: its work arrays and how it steps."""
+    """One system of the blocked path for the time loop: its work arrays and how it steps;
+    also its layout for the methods (kernels/methods.py), whose primitives are these Python
+    methods (ws: the work arrays' stages)."""
 
     work: Blocked
     method: int
     dt: float
     eps: float
 
+    @property
+    def ws(self) -> np.ndarray:
+        return self.work.ws
+
     def advance(self, x: np.ndarray, tick: int, steps: int, stop: np.ndarray) -> int:
         for r in range(steps):
             if stop[0] != 0:
                 return r
-            self.work.step(x, self.method, self.dt)
+            methods.step(self, x, tick + r)
         return steps
 
     def record(self, x: np.ndarray, obs: np.ndarray, s: int) -> None:
         # a save that is not the job's last may leave its weights for the step after it
         self.work.observe(x, self.eps, obs[s], keep=s + 1 < obs.shape[0])
 
+    def velocity(self, x: np.ndarray, k: np.ndarray, stage: int) -> None:
+        self.work.velocity(x, k, self.method)
+
+    def diffuse(self, x: np.ndarray, k: np.ndarray, tick: int) -> None:
+        """No noise on the fast paths."""
+
+    def shift(self, out: np.ndarray, x: np.ndarray, frac: float, k: np.ndarray) -> None:
+        axpy(out, x, frac * self.dt, k)
+
+    def rk4_combine(self, x, k1, k2, k3, k4) -> None:
+        rk4_combine(x, self.dt, k1, k2, k3, k4)
+
+    def normalise(self, x: np.ndarray) -> None:
+        normalize_rows(x)
+
 
 implement(System, System.advance, System.record)
+methods.implement(System, **{name: getattr(System, name) for name in
+                             ("velocity", "diffuse", "shift", "rk4_combine", "normalise")})
 
 
 def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,

@@ -7,12 +7,21 @@ row, never inside the loop over partners.
 
 from __future__ import annotations
 
+import math
+
 # integrators (kernels/general/integrators.py, rows.py, blocked.py; docs/integrators.md):
-# euler x <- normalize(x + dt P_x v), layer x <- normalize(x + dt v), rk4 on P_x v
+# euler x <- normalize(x + dt P_x v), layer x <- normalize(x + dt v), rk4 and heun on P_x v
 EULER = 0
 RK4 = 1
 LAYER = 2
-METHOD_CODES = {"euler": EULER, "rk4": RK4, "layer": LAYER}
+HEUN = 3
+METHOD_CODES = {"euler": EULER, "rk4": RK4, "layer": LAYER, "heun": HEUN}
+# per method: its stability interval on a real decay (sweep.execution.stability: the stable
+# step is this over the relaxation rate; the layer step is stable for any), the velocities a
+# step evaluates and the stage states it writes (sweep.execution.kernel: flops and memory)
+STABILITY_INTERVAL = {"euler": 2.0, "rk4": 2.785, "layer": math.inf, "heun": 2.0}
+EVALUATIONS = {"euler": 1, "rk4": 4, "layer": 1, "heun": 2}
+STAGES_WRITTEN = {"euler": 1, "rk4": 5, "layer": 1, "heun": 3}
 
 # the blocked fast path (blocked.py): rows per BLAS call, fixed so that results never depend
 # on the thread count; and the sizes at which it keeps the whole n x n weight matrix

@@ -7,23 +7,6 @@ lanes, so the lanes never meet: a system's numbers are the same whatever batch, 
 lane it runs in, or alone (fewer than LANES_MIN systems run one at a time through
 velocity_columns, which gives the same bits: tests/test_lanes.py).
 
-Each pair i < j is visited once per velocity: g_ij = sum_k x_ik x_jk (k in order), its
-weight w_ij = exp(beta (g_ij - c)) (c = 1 softmax, 0 unnormalized, as rows.py) added to both
-tokens' sums, and the diagonal on its own. Half the exponentials of rows.py's whole n x n
-matrix, and no matrix: what stopped the symmetric half there (rows' docstring) was the
-unpacking into both halves of a matrix, which lanes do not need. Every token's sums come out
-in the order j = 0, 1, ..., n - 1 (the pairs (j, i) of earlier rows, then the diagonal, then
-the pairs (i, j)), with no reassociation: compiled with contraction into fused multiply-adds
-only (jit_fma), which keeps exp1 exact.
-
-For d = 2 and 3 the pair loop (pair_sums_circle, pair_sums_sphere) is written in simd.py's
-f64x4 values, WIDTH lanes at a time: a token's position and sums stay in registers across
-its pairs, and no run-time alias checks guard each 64-lane loop, as they do when each step
-of a pair is a loop over the lanes for LLVM to vectorise (pair_sums_loops, which serves
-d >= 4, where a token no longer fits in registers and the loops are the faster:
-docs/performance.md). The operations are the loops' own, so the bits are theirs; a block's
-lanes are padded to a multiple of WIDTH with copies of its last system, whose numbers are
-never read.
 
 At (32, 2), the reference workload's shape, a layer step with a save of the clustered fraction
 at every step: 1.35-1.7 us per system against rows.py's 3.1-4.0 in batches of 128
@@ -32,328 +15,29 @@ A save that records only the order parameter and the clustered fraction (SAVE_CL
 the close pairs inside the next step's pair loop (its g_ij are the save's); any other save
 builds the system's Gram matrix from its lane (the same g_ij) and uses gramobs as rows.py
 does. Float32 systems are computed in float64 and rounded to float32 after every step.
-The time loop (integrate_lanes) follows timeloop.run's rules (save 0, then save_stride steps
-before each further save, the stop flag polled before every step, a state that is not
-finite ending its system's run at that save), written over lanes: a system that ends is
-left where it ended while the others go on.
+The velocity and the layouts are lanestep.py's: a step is methods.step over Lanes (or, for
+one system, Columns). Each block runs in timeloop.run as a Block, whose save ends a system
+that is not finite where it ended while the others go on.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
+from sweep.kernels import methods
 from sweep.kernels import simd as v
 from sweep.kernels._jit import jit, jit_fma, jit_fma_inline
-from sweep.kernels.codes import (
-    LANES,
-    LANES_MIN,
-    LAYER,
-    NONFINITE,
-    OK,
-    RK4,
-    SAVE_ALL,
-    SAVE_CLOSE,
-    STOPPED,
-)
-from sweep.kernels.expfast import exp1, exp4
+from sweep.kernels.codes import LANES, LANES_MIN, NONFINITE, OK, SAVE_ALL, SAVE_CLOSE, STOPPED
+from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
-from sweep.kernels.groups import groups_scratch
+from sweep.kernels.groups import Groups, groups_scratch
+from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
+from sweep.kernels.timeloop import implement, run
 
 # codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches (d = 16: even).
 # codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
 # codes.LANES_MIN: fewer systems run one at a time (velocity_columns): shorter loops over
 # lanes cost more than they vectorise (16 lanes took 2x the time of 32 per system).
-
-
-@jit_fma_inline
-def dots(X, i, Y, j, G):
-    """G[b] = <x_i, y_j> in every lane b, the coordinates summed in order: the one way a g_ij
-    is computed here (X, Y: [n, d, L])."""
-    d, L = X.shape[1], X.shape[2]
-    for b in range(L):
-        G[b] = X[i, 0, b] * Y[j, 0, b]
-    for k in range(1, d):
-        for b in range(L):
-            G[b] += X[i, k, b] * Y[j, k, b]
-
-
-@jit_fma_inline
-def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
-    """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) in every
-    lane, each pair i < j visited once, each of its steps a loop over the lanes for LLVM to
-    vectorise (any d; G, Wt: [L] scratch); counting: add to count[b] the ordered pairs
-    i != j with g_ij > eps1[b]."""
-    n, d, L = X.shape
-    for i in range(n):
-        for b in range(L):
-            Z[i, b] = 0.0
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] = 0.0
-    twice = 2 if counting else 0  # each close pair counts as (i, j) and (j, i)
-    for i in range(n):
-        dots(X, i, X, i, G)  # the diagonal
-        for b in range(L):
-            Wt[b] = exp1(beta[b] * (G[b] - c))
-            Z[i, b] += Wt[b]
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] += Wt[b] * X[i, k, b]
-        for j in range(i + 1, n):
-            dots(X, i, X, j, G)
-            for b in range(L):
-                w = exp1(beta[b] * (G[b] - c))
-                Z[i, b] += w
-                Z[j, b] += w
-                Wt[b] = w
-                count[b] += twice * (G[b] > eps1[b])
-            for k in range(d):
-                for b in range(L):
-                    V[i, k, b] += Wt[b] * X[j, k, b]
-                    V[j, k, b] += Wt[b] * X[i, k, b]
-
-
-@jit_fma_inline
-def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
-    """pair_sums_loops' Z and V for d = 2 and the WIDTH lanes from b, the same numbers, in
-    f64x4 values (simd.py): token i's position and sums held in registers across its pairs;
-    beta, e1, step: f64x4. Returns step summed over the ordered pairs i != j with
-    g_ij > e1, lane by lane."""
-    n = X.shape[0]
-    zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
-    for i in range(n):
-        v.store(Z, (i, b), zero)
-        v.store(V, (i, 0, b), zero)
-        v.store(V, (i, 1, b), zero)
-    for i in range(n):
-        xi0, xi1 = v.load(X, (i, 0, b)), v.load(X, (i, 1, b))
-        w = exp4(beta * (v.fma(xi1, xi1, xi0 * xi0) - cc))
-        zi = v.load(Z, (i, b)) + w
-        vi0 = v.fma(w, xi0, v.load(V, (i, 0, b)))
-        vi1 = v.fma(w, xi1, v.load(V, (i, 1, b)))
-        for j in range(i + 1, n):
-            xj0, xj1 = v.load(X, (j, 0, b)), v.load(X, (j, 1, b))
-            g = v.fma(xi1, xj1, xi0 * xj0)
-            w = exp4(beta * (g - cc))
-            zi = zi + w
-            v.store(Z, (j, b), v.load(Z, (j, b)) + w)
-            close = v.add_where_greater(close, g, e1, step)
-            vi0 = v.fma(w, xj0, vi0)
-            vi1 = v.fma(w, xj1, vi1)
-            v.store(V, (j, 0, b), v.fma(w, xi0, v.load(V, (j, 0, b))))
-            v.store(V, (j, 1, b), v.fma(w, xi1, v.load(V, (j, 1, b))))
-        v.store(Z, (i, b), zi)
-        v.store(V, (i, 0, b), vi0)
-        v.store(V, (i, 1, b), vi1)
-    return close
-
-
-@jit_fma_inline
-def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
-    """pair_sums_circle for d = 3."""
-    n = X.shape[0]
-    zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
-    for i in range(n):
-        v.store(Z, (i, b), zero)
-        for k in range(3):
-            v.store(V, (i, k, b), zero)
-    for i in range(n):
-        xi0, xi1, xi2 = v.load(X, (i, 0, b)), v.load(X, (i, 1, b)), v.load(X, (i, 2, b))
-        w = exp4(beta * (v.fma(xi2, xi2, v.fma(xi1, xi1, xi0 * xi0)) - cc))
-        zi = v.load(Z, (i, b)) + w
-        vi0 = v.fma(w, xi0, v.load(V, (i, 0, b)))
-        vi1 = v.fma(w, xi1, v.load(V, (i, 1, b)))
-        vi2 = v.fma(w, xi2, v.load(V, (i, 2, b)))
-        for j in range(i + 1, n):
-            xj0, xj1, xj2 = v.load(X, (j, 0, b)), v.load(X, (j, 1, b)), v.load(X, (j, 2, b))
-            g = v.fma(xi2, xj2, v.fma(xi1, xj1, xi0 * xj0))
-            w = exp4(beta * (g - cc))
-            zi = zi + w
-            v.store(Z, (j, b), v.load(Z, (j, b)) + w)
-            close = v.add_where_greater(close, g, e1, step)
-            vi0, vi1, vi2 = v.fma(w, xj0, vi0), v.fma(w, xj1, vi1), v.fma(w, xj2, vi2)
-            v.store(V, (j, 0, b), v.fma(w, xi0, v.load(V, (j, 0, b))))
-            v.store(V, (j, 1, b), v.fma(w, xi1, v.load(V, (j, 1, b))))
-            v.store(V, (j, 2, b), v.fma(w, xi2, v.load(V, (j, 2, b))))
-        v.store(Z, (i, b), zi)
-        v.store(V, (i, 0, b), vi0)
-        v.store(V, (i, 1, b), vi1)
-        v.store(V, (i, 2, b), vi2)
-    return close
-
-
-@jit_fma
-def velocity(X, beta, c, softmax, method, V, Z, G, Wt, count, eps1, counting):
-    """V = P_x(v), v_i = sum_j w_ij x_j / z_i (v itself for the layer method), every lane;
-    X, V: [n, d, L], L a multiple of simd.WIDTH; Z: [n, L] scratch; G, Wt: [L] scratch;
-    beta, eps1: [L]. counting: add to count[b] the ordered pairs i != j with g_ij > eps1[b]
-    (= 1 - eps)."""
-    n, d, L = X.shape
-    if d == 2 or d == 3:  # the common cases in registers; above, the loops keep up
-        step = v.splat(2.0 if counting else 0.0)  # each close pair: (i, j) and (j, i)
-        for b in range(0, L, v.WIDTH):
-            lanes_beta, e1 = v.load(beta, b), v.load(eps1, b)
-            if d == 2:
-                close = pair_sums_circle(X, b, lanes_beta, c, V, Z, e1, step)
-            else:
-                close = pair_sums_sphere(X, b, lanes_beta, c, V, Z, e1, step)
-            for q in range(v.WIDTH):
-                count[b + q] += int(v.lane(close, q))
-    else:
-        pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting)
-    for i in range(n):
-        for b in range(L):
-            Z[i, b] = 1.0 / Z[i, b] if softmax else 1.0 / n
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] *= Z[i, b]
-        if method == LAYER:
-            continue
-        dots(X, i, V, i, G)  # the tangent projection u - <x_i, u> x_i
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] -= G[b] * X[i, k, b]
-
-
-@jit_fma
-def count_close(X, eps1, G, count):
-    """count[b] = the ordered pairs i != j of lane b with g_ij > eps1[b], from the very g_ij
-    velocity computes."""
-    n, d, L = X.shape
-    count[:] = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dots(X, i, X, j, G)
-            for b in range(L):
-                count[b] += 2 * (G[b] > eps1[b])
-
-
-@jit_fma
-def axpy(out, x, a, y):
-    """out = x + a y, a: [L] one factor per lane; [n, d, L] arrays."""
-    n, d, L = x.shape
-    for i in range(n):
-        for k in range(d):
-            for b in range(L):
-                out[i, k, b] = x[i, k, b] + a[b] * y[i, k, b]
-
-
-@jit_fma
-def step(X, beta, c, softmax, method, dt, half, sixth, ws, Z, G, Wt, count, eps1, counting):
-    """One euler, layer or rk4 step of every lane in place, then renormalisation; dt, half,
-    sixth: [L] (dt, dt / 2, dt / 6); ws: [5, n, d, L] scratch."""
-    n, d, L = X.shape
-    k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity(X, beta, c, softmax, method, k1, Z, G, Wt, count, eps1, counting)
-    if method == RK4:
-        axpy(y, X, half, k1)
-        velocity(y, beta, c, softmax, method, k2, Z, G, Wt, count, eps1, False)
-        axpy(y, X, half, k2)
-        velocity(y, beta, c, softmax, method, k3, Z, G, Wt, count, eps1, False)
-        axpy(y, X, dt, k3)
-        velocity(y, beta, c, softmax, method, k4, Z, G, Wt, count, eps1, False)
-        for i in range(n):
-            for k in range(d):
-                for b in range(L):
-                    X[i, k, b] += sixth[b] * (k1[i, k, b] + 2.0 * k2[i, k, b]
-                                              + 2.0 * k3[i, k, b] + k4[i, k, b])
-    else:
-        axpy(X, X, dt, k1)
-    for i in range(n):
-        dots(X, i, X, i, G)
-        for b in range(L):
-            G[b] = 1.0 / np.sqrt(G[b])
-        for k in range(d):
-            for b in range(L):
-                X[i, k, b] *= G[b]
-
-
-@jit_fma
-def velocity_columns(xt, beta, c, softmax, method, vt, z, g, w, eps1, counting):
-    """velocity's numbers for one system, xt, vt: [d, n] (a lane of X, transposed), bit for
-    bit: column j of the weights at a time, every loop over the tokens i (vectorised). Each
-    g_ij is velocity's (the same products summed in the same order: x_ik x_jk = x_jk x_ik),
-    each token's sums again in the order j = 0, 1, ...; n^2 exponentials instead of
-    n (n + 1) / 2, for a block too small to fill the lanes. Returns the ordered close pairs
-    i != j (0 unless counting)."""
-    d, n = xt.shape
-    z[:] = 0.0
-    vt[:] = 0.0
-    close = 0
-    for j in range(n):
-        for i in range(n):
-            g[i] = xt[0, i] * xt[0, j]
-        for k in range(1, d):
-            for i in range(n):
-                g[i] += xt[k, i] * xt[k, j]
-        if counting:
-            for i in range(n):
-                close += g[i] > eps1
-            close -= g[j] > eps1
-        for i in range(n):
-            w[i] = exp1(beta * (g[i] - c))
-            z[i] += w[i]
-        for k in range(d):
-            for i in range(n):
-                vt[k, i] += w[i] * xt[k, j]
-    for i in range(n):
-        z[i] = 1.0 / z[i] if softmax else 1.0 / n
-    for k in range(d):
-        for i in range(n):
-            vt[k, i] *= z[i]
-    if method != LAYER:
-        for i in range(n):
-            g[i] = xt[0, i] * vt[0, i]
-        for k in range(1, d):
-            for i in range(n):
-                g[i] += xt[k, i] * vt[k, i]
-        for k in range(d):
-            for i in range(n):
-                vt[k, i] -= g[i] * xt[k, i]
-    return close
-
-
-@jit_fma
-def step_columns(X, beta, c, softmax, method, dt, ws, z, g, w, eps1, counting):
-    """step's numbers for a block of one lane, X: [n, d, 1], through velocity_columns;
-    ws: [6, d, n] scratch. Returns the save's close pairs (0 unless counting)."""
-    n, d = X.shape[0], X.shape[1]
-    xt, k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4], ws[5]
-    for i in range(n):
-        for k in range(d):
-            xt[k, i] = X[i, k, 0]
-    close = velocity_columns(xt, beta, c, softmax, method, k1, z, g, w, eps1, counting)
-    if method == RK4:
-        half = 0.5 * dt
-        for k in range(d):
-            for i in range(n):
-                y[k, i] = xt[k, i] + half * k1[k, i]
-        velocity_columns(y, beta, c, softmax, method, k2, z, g, w, eps1, False)
-        for k in range(d):
-            for i in range(n):
-                y[k, i] = xt[k, i] + half * k2[k, i]
-        velocity_columns(y, beta, c, softmax, method, k3, z, g, w, eps1, False)
-        for k in range(d):
-            for i in range(n):
-                y[k, i] = xt[k, i] + dt * k3[k, i]
-        velocity_columns(y, beta, c, softmax, method, k4, z, g, w, eps1, False)
-        sixth = dt / 6.0
-        for k in range(d):
-            for i in range(n):
-                xt[k, i] += sixth * (k1[k, i] + 2.0 * k2[k, i] + 2.0 * k3[k, i] + k4[k, i])
-    else:
-        for k in range(d):
-            for i in range(n):
-                xt[k, i] = xt[k, i] + dt * k1[k, i]
-    for i in range(n):
-        g[i] = xt[0, i] * xt[0, i]
-    for k in range(1, d):
-        for i in range(n):
-            g[i] += xt[k, i] * xt[k, i]
-    for i in range(n):
-        g[i] = 1.0 / np.sqrt(g[i])
-    for i in range(n):
-        for k in range(d):
-            X[i, k, 0] = xt[k, i] * g[i]
-    return close
 
 
 @jit_fma
@@ -405,16 +89,199 @@ def copy_lane(X, b, x):
 
 
 @jit_fma
-def lane_gram(X, b, g):
-    """g[i, j] = g_ij of lane b, as velocity computes it (so exactly symmetric)."""
-    n, d = X.shape[0], X.shape[1]
-    for i in range(n):
-        for j in range(i, n):
-            s = X[i, 0, b] * X[j, 0, b]
-            for k in range(1, d):
-                s += X[i, k, b] * X[j, k, b]
-            g[i, j] = s
-            g[j, i] = s
+def transpose(X, xt):
+    """xt[0, k, i] = X[i, k, 0]: a block of one system, as Columns holds it."""
+    for i in range(X.shape[0]):
+        for k in range(X.shape[1]):
+            xt[0, k, i] = X[i, k, 0]
+
+
+@jit_fma
+def untranspose(xt, X):
+    """X[i, k, 0] = xt[0, k, i]."""
+    for i in range(X.shape[0]):
+        for k in range(X.shape[1]):
+            X[i, k, 0] = xt[0, k, i]
+
+
+class Block(NamedTuple):
+    """Systems lo..hi-1 of a batch for the time loop (timeloop.run): their layout (lanes, or
+    for one system cols, stepped in xt), the state X: [n, d, P] as the saves read it, each
+    lane's beta and eps ([P]), and the block's rows of the outputs (xs, obs, traj, status,
+    recorded); alive: [P], whose run goes on; last: [1], the save whose close pairs the next
+    step counts (SAVE_CLOSE); t, m, r: [P] and g, e, rows, acc, parent, grp: a save's
+    scratch."""
+
+    lanes: Lanes
+    cols: Columns
+    columns: bool
+    X: np.ndarray
+    xt: np.ndarray
+    beta: np.ndarray
+    eps: np.ndarray
+    xs: np.ndarray
+    obs: np.ndarray
+    traj: np.ndarray
+    status: np.ndarray
+    recorded: np.ndarray
+    alive: np.ndarray
+    last: np.ndarray
+    level: int
+    single: bool
+    t: np.ndarray
+    m: np.ndarray
+    r: np.ndarray
+    g: np.ndarray
+    e: np.ndarray
+    rows: np.ndarray
+    acc: np.ndarray
+    parent: np.ndarray
+    grp: Groups
+
+
+@jit_fma_inline
+def _layouts(X, bs, ts, es, softmax, method, columns):
+    """The block's Lanes and Columns (the one it does not use with empty stages)."""
+    n, d, P = X.shape
+    c = 1.0 if softmax else 0.0
+    count, counting, eps1 = np.zeros(P, dtype=np.int64), np.zeros(1, dtype=np.bool_), 1.0 - es
+    lanes = Lanes(method, np.empty((0 if columns else methods.STAGES, n, d, P)), bs, c, softmax,
+                  ts, ts / 6.0, eps1, np.empty((n, P)), np.empty(P), np.empty(P), np.empty(P),
+                  count, counting)
+    m = n if columns else 0
+    cols = Columns(method, np.empty((methods.STAGES if columns else 0, 1, d, n)), bs[0], c,
+                   softmax, np.full(m, ts[0]), np.full(m, ts[0] / 6.0), eps1[0], np.empty(n),
+                   np.empty(n), np.empty(n), np.empty(m), count, counting)
+    return lanes, cols
+
+
+@jit_fma_inline
+def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, recorded, level):
+    """Systems lo..hi-1 as a Block: P lanes, the last system repeated up to a multiple of the
+    vector width (the extra lanes' numbers are never read); fewer than LANES_MIN: columns."""
+    n, d = xs.shape[1], xs.shape[2]
+    L = hi - lo
+    columns = L < LANES_MIN
+    P = L if columns else -(-L // v.WIDTH) * v.WIDTH
+    status[lo:hi] = OK
+    recorded[lo:hi] = 0
+    X, bs, ts, es = np.empty((n, d, P)), np.empty(P), np.empty(P), np.empty(P)
+    for b in range(P):
+        src = lo + min(b, L - 1)
+        bs[b], ts[b], es[b] = betas[src], dts[src], epss[src]
+        for i in range(n):
+            for k in range(d):
+                X[i, k, b] = xs[src, i, k]
+    lanes, cols = _layouts(X, bs, ts, es, softmax, method, columns)
+    return Block(lanes, cols, columns, X, np.empty((1, d, n if columns else 0)), bs, es,
+                 xs[lo:hi], obs[lo:hi], traj[lo:hi], status[lo:hi], recorded[lo:hi],
+                 np.ones(P, dtype=np.bool_), np.zeros(1, dtype=np.int64), level,
+                 xs.itemsize == 4, np.empty(P), np.empty(P), np.empty(P), np.empty((n, n)),
+                 np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
+                 np.empty(n, dtype=np.int64), groups_scratch(n, d))
+
+
+@jit_fma_inline
+def _close_pairs(blk, s):
+    """obs[b, s] of each running system gets the close pairs its lane counted (count)."""
+    n, count, alive, obs = blk.X.shape[0], blk.lanes.count, blk.alive, blk.obs
+    for b in range(obs.shape[0]):
+        if alive[b]:
+            obs[b, s, 3] = count[b] / (n * (n - 1)) if n > 1 else np.nan
+
+
+@jit_fma_inline
+def _advance(blk, X, tick, steps, stop):
+    """timeloop.advance for a block: steps of every lane (or of the columns, in xt), the first
+    counting the close pairs of the save before it when the saves record only those."""
+    lanes, cols, xt, columns, single = blk.lanes, blk.cols, blk.xt, blk.columns, blk.single
+    counts = blk.level == SAVE_CLOSE
+    if columns:
+        transpose(X, xt)
+    done = steps
+    for k in range(steps):
+        if stop[0] != 0:
+            done = k
+            break
+        counting = k == 0 and counts
+        lanes.counting[0] = counting
+        if counting:
+            lanes.count[:] = 0
+        if columns:
+            methods.step(cols, xt, tick + k)
+            if single:
+                round32(xt)
+        else:
+            methods.step(lanes, X, tick + k)
+            if single:
+                round32(X)
+        if counting:
+            _close_pairs(blk, blk.last[0])
+    if columns:
+        untranspose(xt, X)
+    return done
+
+
+@jit_fma_inline
+def _record(blk, X, b, out):
+    """out = the observables of lane b from its Gram matrix as velocity computes it (not for
+    SAVE_CLOSE, whose order parameter _save takes from order_lanes)."""
+    x, g, e, beta, c = blk.xs[b], blk.g, blk.e, blk.beta[b], blk.lanes.c
+    copy_lane(X, b, x)
+    lane_gram(X, b, g)
+    if blk.level == SAVE_ALL:
+        for i in range(g.shape[0]):
+            for j in range(g.shape[1]):
+                e[i, j] = exp1(beta * (g[i, j] - c))
+        observe_weighted(x, g, e, beta, c, blk.eps[b], out, blk.rows, blk.acc, blk.parent,
+                         blk.grp)
+    else:
+        observe_pairs(x, g, blk.eps[b], blk.level, out, blk.rows, blk.acc, blk.parent)
+
+
+@jit_fma_inline
+def _save(blk, X, obs, traj, s):
+    """timeloop.save for a block: each running system recorded if finite, else ended where it
+    is (NONFINITE); whether any runs on. The block's arrays are taken out of it once (Numba
+    counts a reference each time: per lane, that cost 20% of a step at (32, 2))."""
+    t, r, xs, alive, status, recorded = blk.t, blk.r, blk.xs, blk.alive, blk.status, blk.recorded
+    close = blk.level == SAVE_CLOSE  # the order parameter now, the close pairs next step
+    finite_lanes(X, t)
+    if close:
+        order_lanes(X, blk.m, r)
+    blk.last[0] = s
+    going = False
+    for b in range(obs.shape[0]):
+        if not alive[b]:
+            continue
+        if t[b] != 0.0:  # not finite: the run ends here, x as it is
+            copy_lane(X, b, xs[b])
+            alive[b], status[b] = False, NONFINITE
+            continue
+        going = True
+        recorded[b] = s + 1
+        if close:
+            obs[b, s, 0] = r[b]
+        else:
+            _record(blk, X, b, obs[b, s])
+        if traj.shape[1] > 0:
+            copy_lane(X, b, xs[b])
+            traj[b, s] = xs[b]
+    return going
+
+
+implement(Block, _advance, save_fn=_save)
+
+
+@jit_fma_inline
+def _finish(blk):
+    """After the last save: each running system's x, and its close pairs there."""
+    for b in range(blk.xs.shape[0]):
+        if blk.alive[b]:
+            copy_lane(blk.X, b, blk.xs[b])
+    if blk.level == SAVE_CLOSE:
+        count_close(blk.X, blk.lanes.eps1, blk.lanes.G, blk.lanes.count)
+        _close_pairs(blk, blk.obs.shape[1] - 1)
 
 
 @jit_fma
@@ -422,96 +289,16 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
                     status, recorded, level):
     """rows.integrate_rows_batch's arguments and results, the systems in blocks of up to
     LANES lanes (blocks of near-equal size, each padded to a multiple of simd.WIDTH),
-    each block stepped to the end before the next; recorded: [B] int64, the saves each
-    system recorded. One compiled function for the whole loop: each level of jitted calls
-    recompiles the code under it, and a block's own function cost 10 s of compile time."""
-    B, n, d = xs.shape
-    c = 1.0 if softmax else 0.0
+    each block run to the end before the next; recorded: [B] int64, the saves each system
+    recorded. One compiled function for the whole loop: each level of jitted calls
+    recompiles the code under it (a block's own function cost 10 s of compile time)."""
+    B = xs.shape[0]
     blocks = -(-B // LANES) if B >= LANES_MIN else B  # too few to fill lanes: one by one
-    for blk in range(blocks):
-        lo, hi = blk * B // blocks, (blk + 1) * B // blocks
-        L = hi - lo
-        columns = L < LANES_MIN
-        # P lanes, the last system repeated up to a multiple of the vector width (the
-        # extra lanes' numbers are never read)
-        P = L if columns else -(-L // v.WIDTH) * v.WIDTH
-        status[lo:hi] = OK
-        recorded[lo:hi] = 0
-        X, bs, ts, es = np.empty((n, d, P)), np.empty(P), np.empty(P), np.empty(P)
-        for b in range(P):
-            src = lo + min(b, L - 1)
-            bs[b], ts[b], es[b] = betas[src], dts[src], epss[src]
-            for i in range(n):
-                for k in range(d):
-                    X[i, k, b] = xs[src, i, k]
-        ws = np.empty((5 if method == RK4 else 1, n, d, P) if not columns else (0, n, d, P))
-        wc = np.empty((6, d, n) if columns else (0, d, n))
-        zc, gc, wv = np.empty(n), np.empty(n), np.empty(n)
-        Z, G, Wt = np.empty((n, P)), np.empty(P), np.empty(P)
-        count = np.zeros(P, dtype=np.int64)
-        eps1, half, sixth = 1.0 - es, 0.5 * ts, ts / 6.0
-        alive = np.ones(P, dtype=np.bool_)
-        t, m, r = np.empty(P), np.empty(P), np.empty(P)
-        g, e, rows, acc = np.empty((n, n)), np.empty((n, n)), np.empty((n, 6)), np.empty((4, n))
-        parent, grp = np.empty(n, dtype=np.int64), groups_scratch(n, d)
-        single, pairs = xs.itemsize == 4, n * (n - 1)
-        for s in range(obs.shape[1]):
-            if s > 0:
-                for k in range(save_stride):
-                    if stop[0] != 0:
-                        return STOPPED
-                    counting = k == 0 and level == SAVE_CLOSE
-                    if counting:
-                        count[:] = 0
-                    if columns:
-                        count[0] = step_columns(X, bs[0], c, softmax, method, ts[0], wc, zc,
-                                                gc, wv, eps1[0], counting)
-                    else:
-                        step(X, bs, c, softmax, method, ts, half, sixth, ws, Z, G, Wt, count,
-                             eps1, counting)
-                    if single:
-                        round32(X)
-                    if counting:  # the close pairs of the save before this step
-                        for b in range(L):
-                            if alive[b]:
-                                obs[lo + b, s - 1, 3] = count[b] / pairs if n > 1 else np.nan
-            finite_lanes(X, t)
-            if level == SAVE_CLOSE:
-                order_lanes(X, m, r)
-            for b in range(L):
-                if not alive[b]:
-                    continue
-                x = xs[lo + b]
-                if t[b] != 0.0:  # not finite: the run ends here, x as it is
-                    copy_lane(X, b, x)
-                    alive[b], status[lo + b] = False, NONFINITE
-                    continue
-                recorded[lo + b] = s + 1
-                out = obs[lo + b, s]
-                if level == SAVE_CLOSE:
-                    out[0] = r[b]
-                else:
-                    copy_lane(X, b, x)
-                    lane_gram(X, b, g)
-                    if level == SAVE_ALL:
-                        for i in range(n):
-                            for j in range(n):
-                                e[i, j] = exp1(bs[b] * (g[i, j] - c))
-                        observe_weighted(x, g, e, bs[b], c, es[b], out, rows, acc, parent,
-                                         grp)
-                    else:
-                        observe_pairs(x, g, es[b], level, out, rows, acc, parent)
-                if traj.shape[1] > 0:
-                    copy_lane(X, b, x)
-                    traj[lo + b, s] = x
-            if stop[0] != 0:
-                return STOPPED
-        for b in range(L):
-            if alive[b]:
-                copy_lane(X, b, xs[lo + b])
-        if level == SAVE_CLOSE:
-            count_close(X, eps1, G, count)
-            for b in range(L):
-                if alive[b]:
-                    obs[lo + b, obs.shape[1] - 1, 3] = count[b] / pairs if n > 1 else np.nan
+    for k in range(blocks):
+        lo, hi = k * B // blocks, (k + 1) * B // blocks
+        blk = _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status,
+                     recorded, level)
+        if run(blk, blk.X, save_stride, blk.obs, blk.traj, stop)[0] == STOPPED:
+            return STOPPED
+        _finish(blk)
     return OK

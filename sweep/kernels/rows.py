@@ -16,8 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma
-from sweep.kernels.codes import LAYER, OK, RK4, SAVE_ALL, STOPPED
+from sweep.kernels import methods
+from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
+from sweep.kernels.codes import LAYER, OK, SAVE_ALL, STOPPED
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import Groups, groups_scratch
@@ -227,25 +228,6 @@ def normalize_columns(xt, s):
             xt[k, j] *= s[j]
 
 
-@jit_fast
-def step_rows(xt, beta, c, softmax, method, dt, ws, z, e, fresh):
-    """One euler, layer or rk4 step in place, then renormalisation; ws: [5, d, n] scratch;
-    e, fresh: velocity_rows' (rk4's later stages compute their own)."""
-    k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity_rows(xt, beta, c, softmax, method, k1, z, e, fresh)
-    if method == RK4:
-        axpy(y, xt, 0.5 * dt, k1)
-        velocity_rows(y, beta, c, softmax, method, k2, z, e, fresh)
-        axpy(y, xt, 0.5 * dt, k2)
-        velocity_rows(y, beta, c, softmax, method, k3, z, e, fresh)
-        axpy(y, xt, dt, k3)
-        velocity_rows(y, beta, c, softmax, method, k4, z, e, fresh)
-        rk4_combine(xt, dt, k1, k2, k3, k4)
-    else:
-        axpy(xt, xt, dt, k1)
-    normalize_columns(xt, z[0])
-
-
 class System(NamedTuple):
     """One system of the rows path: the parameters, the float64 transposed state xt: [d, n]
     and the scratch of a step (ws, z, e) and of a save (g, rows, acc, parent, grp); fresh:
@@ -270,17 +252,48 @@ class System(NamedTuple):
     fresh: np.ndarray
 
 
+@jit_inline
+def _velocity(lay, x, k, stage):
+    """f(x) by velocity_rows (rk4's later stages compute their own weights)."""
+    velocity_rows(x, lay.beta, lay.c, lay.softmax, lay.method, k, lay.z, lay.e, lay.fresh)
+
+
+@jit_inline
+def _diffuse(lay, x, k, tick):
+    """No noise on the fast paths."""
+
+
+@jit_inline
+def _shift(lay, out, x, frac, k):
+    axpy(out, x, frac * lay.dt, k)
+
+
+@jit_inline
+def _combine(lay, x, k1, k2, k3, k4):
+    rk4_combine(x, lay.dt, k1, k2, k3, k4)
+
+
+@jit_inline
+def _normalise(lay, x):
+    normalize_columns(x, lay.z[0])
+
+
+# A System is its own layout (kernels/methods.py): the state xt, ws [5, d, n] its stages.
+methods.implement(System, velocity=_velocity, diffuse=_diffuse, shift=_shift,
+                  rk4_combine=_combine, normalise=_normalise)
+
+
 @jit_fast_inline
 def _advance(system, x, tick, steps, stop):
     """Steps of xt; x <- xt rounded to x's dtype (and xt to that, so float32 stays float32)
     after every float32 step, and at the end."""
     r = system
-    xt, ws, z, e, fresh, single = r.xt, r.ws, r.z, r.e, r.fresh, x.itemsize == 4
+    xt, single = r.xt, x.itemsize == 4
     for k in range(steps):
         if stop[0] != 0:
             _store(xt, x)
             return k
-        step_rows(xt, r.beta, r.c, r.softmax, r.method, r.dt, ws, z, e, fresh)
+        methods.step(r, xt, tick + k)
         if single:
             _store(xt, x)
     _store(xt, x)
@@ -319,9 +332,10 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     xt = np.empty((d, n))
     _load(x, xt)
     system = System(xt, beta, 1.0 if softmax else 0.0, softmax, method, dt, eps,
-                    np.empty((5, d, n)), np.empty((2, n)), np.empty((n, n)), np.empty((n, n)),
-                    np.empty((n, 6)), np.empty((4, n)), np.empty(n, dtype=np.int64),
-                    groups_scratch(n, d), level, np.zeros(1, dtype=np.int64))
+                    np.empty((methods.STAGES, d, n)), np.empty((2, n)), np.empty((n, n)),
+                    np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
+                    np.empty(n, dtype=np.int64), groups_scratch(n, d), level,
+                    np.zeros(1, dtype=np.int64))
     return run(system, x, save_stride, obs, traj, stop)
 
 

@@ -1,4 +1,4 @@
-"""One time step of the dynamics dx/dt = f(x) = P_x(v(x)), then renormalisation onto the sphere.
+"""The general path's layout for the methods (kernels/methods.py): x: [n, d] in its dtype.
 
 euler: x <- (x + dt P_x(v)) / |.|   projected Euler; first order
 layer: x <- (x + dt v) / |.|        the attention output added to the residual stream as it is,
@@ -7,48 +7,68 @@ layer: x <- (x + dt v) / |.|        the attention output added to the residual s
                                     a projected step of size dt / (1 + dt <x, v>)
 rk4:   classical RK4 on f in R^{n d}, renormalised after the step
 With noise D > 0 (euler or layer), Euler-Maruyama: the step gains sqrt(2 D dt) P_x(xi)
-(noise.py). The sphere is invariant (and attracting) for the ambient field f, so RK4 keeps
-fourth order. docs/integrators.md compares the three.
+(noise.py). Leaders (a leaders:L mask) are never renormalised, so they stay where they began.
 """
 
-from sweep.kernels._jit import jit
-from sweep.kernels.codes import RK4
-from sweep.kernels.general.attention import moving, velocity
+from typing import NamedTuple
+
+import numpy as np
+
+from sweep.kernels import methods
+from sweep.kernels._jit import jit, jit_inline
+from sweep.kernels.general.attention import moving
+from sweep.kernels.general.attention import velocity as attention_velocity
+from sweep.kernels.general.model import Dynamics
 from sweep.kernels.general.noise import add_noise
-from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
+from sweep.kernels.general.workspace import Work
+from sweep.kernels.sphere import axpy, normalize_rows
+from sweep.kernels.sphere import rk4_combine as combine
 
 
-@jit
-def euler_step(x, dyn, method, dt, work, tick):
-    """euler or layer: work: workspace.Work scratch; tick: the step number (indexes the
-    noise)."""
-    k = work.ws[0]
-    velocity(x, dyn, method, k, work)
-    if dyn.noise > 0.0:
-        add_noise(x, k, dyn, dt, tick, work.xi)
-    axpy(x, x, dt, k)
-    normalize_rows(moving(x, dyn))
+class Sphere(NamedTuple):
+    """One system x: [n, d] under the model dyn; ws: the stages (work.ws)."""
+
+    dyn: Dynamics
+    work: Work
+    method: int
+    dt: float
+    ws: np.ndarray
 
 
-@jit
-def rk4_step(x, dyn, method, dt, work):
-    """Deterministic only: configs refuse noise with rk4."""
-    ws = work.ws
-    k1, k2, k3, k4, y = ws[0], ws[1], ws[2], ws[3], ws[4]
-    velocity(x, dyn, method, k1, work)
-    axpy(y, x, 0.5 * dt, k1)
-    velocity(y, dyn, method, k2, work)
-    axpy(y, x, 0.5 * dt, k2)
-    velocity(y, dyn, method, k3, work)
-    axpy(y, x, dt, k3)
-    velocity(y, dyn, method, k4, work)
-    rk4_combine(x, dt, k1, k2, k3, k4)
-    normalize_rows(moving(x, dyn))
+@jit_inline
+def _velocity(lay, x, k, stage):
+    attention_velocity(x, lay.dyn, lay.method, k, lay.work)
+
+
+@jit_inline
+def _diffuse(lay, x, k, tick):
+    if lay.dyn.noise > 0.0:
+        add_noise(x, k, lay.dyn, lay.dt, tick, lay.work.xi)
+
+
+@jit_inline
+def _shift(lay, out, x, frac, k):
+    axpy(out, x, frac * lay.dt, k)
+
+
+@jit_inline
+def _combine(lay, x, k1, k2, k3, k4):
+    combine(x, lay.dt, k1, k2, k3, k4)
+
+
+@jit_inline
+def _normalise(lay, x):
+    normalize_rows(moving(x, lay.dyn))
+
+
+# Inlined into the methods (kernels/methods.py), which are inlined into step: what each does
+# is a call of the kernel named in it, as when step was written out here.
+methods.implement(Sphere, velocity=_velocity, diffuse=_diffuse, shift=_shift,
+                  rk4_combine=_combine, normalise=_normalise)
 
 
 @jit
 def step(x, dyn, method, dt, work, tick):
-    if method == RK4:
-        rk4_step(x, dyn, method, dt, work)
-    else:
-        euler_step(x, dyn, method, dt, work, tick)
+    """One step of x: [n, d] in place (methods.step); work: workspace.Work scratch; tick: the
+    step number (indexes the noise)."""
+    methods.step(Sphere(dyn, work, method, dt, work.ws), x, tick)

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from sweep.kernels import methods
 from sweep.kernels._jit import jit
 from sweep.kernels.groups import Groups, groups_scratch
 
@@ -41,7 +42,7 @@ def workspace(x, dyn):
     n, d = x.shape
     heads = dyn.betas.shape[0]
     mats = 0 if dyn.identity else heads
-    return Work(np.empty((5, n, d), dtype=x.dtype), np.empty(n, dtype=x.dtype),
+    return Work(np.empty((methods.STAGES, n, d), dtype=x.dtype), np.empty(n, dtype=x.dtype),
                 np.empty((mats, n, d), dtype=x.dtype), np.empty((mats, n, d), dtype=x.dtype),
                 np.empty(n, dtype=np.float64), np.empty(n, dtype=np.float64),
                 np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
