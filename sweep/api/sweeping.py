@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweep.config import grid, schema
+from sweep.config import grid, schema, usage
 from sweep.config.grid import Axis, Job, axes, expand
 from sweep.config.schema import Config
 from sweep.config.yamltext import apply_overrides
@@ -67,6 +67,11 @@ class Plan:
     def compile_seconds(self) -> float:
         """About how long the cold variants take to compile (once, then they are cached)."""
         return cold_compile_seconds(self.cold)
+
+    @property
+    def overridden(self) -> list[str]:
+        """The section values an axis overrides (`model.n = 8 overridden by grid.n`)."""
+        return usage.overridden(self.config, self.axes)
 
 
 def plan(config: Config, out: str | Path | None = None, workers: int | None = None) -> Plan:

@@ -38,7 +38,8 @@ def plan(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None, as_json: J
         for job in p.jobs:
             print(json.dumps({"index": job.index, "id": job.id, "parameters": job.params}))
         return
-    table = Table(title=f"{p.config.name}: {len(p.jobs)} job(s)")
+    table = Table(title=f"{p.config.name}: {len(p.jobs)} job(s)",
+                  caption="\n".join(p.overridden) or None, caption_justify="left")
     for col in ("axis", "size", "values"):
         table.add_column(col)
     for axis in p.axes:
