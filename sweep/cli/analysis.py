@@ -14,6 +14,7 @@ from sweep import api
 from sweep.analysis.results import threshold_rows
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
+from sweep.config.schema import clip
 
 
 @app.command()
@@ -45,9 +46,11 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", met
                     "numpy_version", "numba_version", "xarray_version"):
             if key in ds.attrs:
                 out.print(f"{key}: {ds.attrs[key]}", markup=False, soft_wrap=True)
-        if "sweep_config" in ds.attrs:
+        if "sweep_config" in ds.attrs:  # text in a file sweep wrote; anything in a crafted one
+            recorded = ds.attrs["sweep_config"]
+            text = recorded if isinstance(recorded, str) else f"(not text: {recorded!r})"
             out.print("config:")
-            out.print(ds.attrs["sweep_config"].rstrip(), markup=False, soft_wrap=True)
+            out.print(clip(text.rstrip(), 100_000), markup=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- analysis: threshold, plot
