@@ -221,3 +221,18 @@ def test_two_configs_never_silently_share_one_results_file(cfg_path, tmp_path):
     out.with_name("notes.nc").write_text("not a results file")
     result = invoke("merge", cfg_path, "--out", out.with_name("notes.nc"))
     assert result.exit_code == 2 and "exists and is not a sweep results file" in result.output
+
+
+@pytest.mark.parametrize("grid", ["[8.0, 9.0]", "[1.0, 8.0]"], ids=["disjoint", "overlapping"])
+def test_a_config_run_after_another_that_left_only_parts_is_refused(cfg_path, tmp_path, grid):
+    """The first ran by shards (or stopped before its merge): no results file yet, only its
+    parts; a second config given that output is refused as one given the file would be."""
+    out, other = tmp_path / "shared.nc", ("--set", f"grid.beta={grid}")
+    assert invoke("run", cfg_path, "--out", out, "--shard", "0/1").exit_code == 0
+    result = invoke("run", cfg_path, *other, "--out", out)
+    assert result.exit_code == 2 and not out.exists(), result.output
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {out.with_suffix('.parts')}: holds the results of ")
+    assert "not jobs of this config" in line and "--force" in line
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0  # its own config: fine
+    assert invoke("run", cfg_path, *other, "--out", tmp_path / "own.nc").exit_code == 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +85,21 @@ def plan(config: Config, out: str | Path | None = None, workers: int | None = No
     return Plan(config, jobs, axes(config), estimate(jobs, config.output.positions), kernels,
                 [name for name in kernels if not cache.holds(name)], width,
                 output(config, out))
+
+
+def _check_parts(where: Store, jobs, force: bool) -> None:
+    """ConfigError if, with no results file yet, the parts folder holds jobs this config
+    does not have: another config (or --set variant) ran there, by shards or stopped before
+    its merge. The rule check_replaceable applies to a results file, applied to its parts."""
+    if force or os.path.lexists(where.output):
+        return  # a results file: check_replaceable has decided
+    ids = {job.id for job in jobs}
+    others = sum(job_id not in ids for job_id in where.index().jobs)
+    if others:
+        raise ConfigError(f"{where.dir}: holds the results of {others} job(s) that are not "
+                          "jobs of this config (another config or --set variant ran into "
+                          "this output); give this config its own file with --out (or "
+                          "output.path), or run it here anyway with --force")
 
 
 def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
@@ -181,6 +197,7 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
         merged = part is None and not only_failed
         if merged:
             check_replaceable(where.output, config, jobs, force)
+            _check_parts(where, jobs, force)
         width = preflight(config, todo, workers or shards.task_cpus(), merged)  # per kind
         if merged:
             # built once for the run and the merge: each pass over a grid rebuilds its jobs
