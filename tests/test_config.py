@@ -228,3 +228,17 @@ def test_example_in_readme_shape_parses(tmp_path):
     grid = axes(cfg)
     assert [a.name for a in grid] == ["beta", "d", "seed", "n"]
     assert [len(a) for a in grid] == [90, 3, 16, 2]
+
+
+@pytest.mark.parametrize("item,line", [
+    ("model.bta=2", "model.bta: unknown key (did you mean 'beta'? allowed: attention, beta"),
+    ("model.attention=sofmax", "'sofmax' is not one of softmax | unnormalized | relu | "
+                               "hardmax; did you mean 'softmax'?"),
+    ("grid.bta=[1]", "grid.bta: unknown axis 'bta' (did you mean 'beta'? a key of model"),
+    ("modle.n=3", "modle: unknown top-level key (did you mean 'model'? allowed: name"),
+    ("model.zz=3", "model.zz: unknown key (allowed: attention"),  # nothing close: no guess
+])
+def test_unknown_keys_and_values_suggest_the_closest(tmp_path, item, line):
+    result = plan(write(tmp_path, GOOD), "--set", item)
+    assert result.exit_code == 2 and line in result.output, result.output
+    assert result.output.count("\n") == 1

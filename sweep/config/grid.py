@@ -35,6 +35,7 @@ from sweep.config.schema import (
     stable_json,
 )
 from sweep.config.usage import check_used
+from sweep.config.yamltext import suggest
 from sweep.errors import ConfigError
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
@@ -90,8 +91,9 @@ def resolve(name: str, where: str) -> tuple[str | None, str]:
     if owners:
         raise ConfigError(f"{where}: {show(name)} is ambiguous, write one of "
                           + ", ".join(f"{s}.{name}" for s in owners))
-    raise ConfigError(f"{where}: unknown axis {show(name)} (a key of model, init or integrate, "
-                      "or seed)")
+    keys = [k for section in SECTIONS for k in _keys(section)] + ["seed"]
+    raise ConfigError(f"{where}: unknown axis {show(name)} ({suggest(name, keys)}a key "
+                      "of model, init or integrate, or seed)")
 
 
 def _keys(section: str) -> tuple[str, ...]:

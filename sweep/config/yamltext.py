@@ -31,6 +31,14 @@ def show(value: Any, width: int = 60) -> str:
     return clip(_SHORT.repr(value), width)
 
 
+def suggest(word: Any, options) -> str:
+    """`did you mean 'beta'? ` for a close match among `options` (difflib), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word)[:100], [str(o) for o in options], n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def clip(text: str, width: int = 60) -> str:
     """text cut to `width` characters (a key or name quoted in a message)."""
     text = str(text)
