@@ -177,3 +177,10 @@ def test_threshold_and_plot_take_datasets_or_files(cfg_path, tmp_path):
     figure = sweep.plot(tmp_path / "r.nc", "mean_cosine", tmp_path / "f.png", x="beta",
                         y="time", threshold=th)
     assert figure.stat().st_size > 1000
+
+
+def test_a_plans_cost_reads_as_a_summary(cfg_path):
+    cost = sweep.plan(sweep.load(cfg_path)).cost
+    assert repr(cost) == (f"Cost(work {cost.gflop:.3g} GFLOP, peak memory per job "
+                          f"{cost.peak_mib:.3g} MiB, about {cost.seconds:.3g} s on one core)")
+    assert "gflop=" not in str(cost)

@@ -1,6 +1,7 @@
 """The command line end to end through CliRunner: plan, run, resume, merge, show."""
 
 import json
+import re
 import time
 
 import numpy as np
@@ -236,3 +237,13 @@ def test_a_config_run_after_another_that_left_only_parts_is_refused(cfg_path, tm
     assert "not jobs of this config" in line and "--force" in line
     assert invoke("run", cfg_path, "--out", out).exit_code == 0  # its own config: fine
     assert invoke("run", cfg_path, *other, "--out", tmp_path / "own.nc").exit_code == 0
+
+
+def test_the_run_summary_names_its_overall_and_kernel_rates(cfg_path, tmp_path):
+    result = invoke("run", cfg_path, "--out", tmp_path / "r.nc", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    line, = [x for x in result.output.splitlines() if " job(s) run in " in x]
+    overall, kernel = (float(re.search(rf"{name} rate ([0-9.e+]+) jobs/s", line).group(1))
+                       for name in ("overall", "kernel"))
+    assert 0 < overall < kernel  # one worker: its integrating is a part of the wall time
+    assert "start-up, warm-up and waits included" in line and "jobs/s per worker" in line

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.table import Table
 from rich.text import Text
@@ -239,7 +240,7 @@ def theory_equiangular(
     out.print(f"equiangular ODE, n = {n}, {model}, rho(0) = {rho0:g}: time t* at which "
               f"rho = 1 - {eps:g}")
     step = max(1, ds.sizes[dim] // 20)
-    rows = [(str(b), f"{t:.5g}") for b, t in zip(ds[dim].values[::step],
+    rows = [(_value(b), f"{t:.5g}") for b, t in zip(ds[dim].values[::step],
                                                   ds.t_boundary.values[::step])]
     header = [dim, "t*"]
     if model == "relu":  # time scales as 1/beta: beta t* is the number to compare
@@ -247,6 +248,11 @@ def theory_equiangular(
         rows = [(b, t, f"{float(b) * float(t):.5g}") for b, t in rows]
     _table(header, rows)
     _written(ds)
+
+
+def _value(v) -> str:
+    """A grid value as a table shows it: 1.05, not linspace's 1.0499999999999998."""
+    return f"{v:.10g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
 @theory_app.command("kappa-c")

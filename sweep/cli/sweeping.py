@@ -109,10 +109,12 @@ def _job_line(job, outcome: str) -> str | None:
 def _print_report(done: api.Outcome) -> None:
     report = done.report
     rate = report.completed / report.seconds if report.seconds > 0 else 0.0
-    share = report.kernel_share
-    inside = f", {100 * share:.0f}% of worker time integrating" if share is not None else ""
-    out.print(f"{report.completed} job(s) run in {report.seconds:.1f} s ({rate:.1f} jobs/s"
-              f"{inside}), "
+    share, integrating = report.kernel_share, sum(report.inside)
+    inside = (f"; kernel rate {report.completed / integrating:.3g} jobs/s per worker, "
+              f"{100 * share:.0f}% of worker time integrating"
+              if share is not None and integrating > 0 else "")
+    out.print(f"{report.completed} job(s) run in {report.seconds:.1f} s (overall rate "
+              f"{rate:.3g} jobs/s, start-up, warm-up and waits included{inside}), "
               f"{report.skipped} skipped, {len(report.failed)} failed, "
               f"{len(report.nonfinite)} non-finite; parts in {done.store.dir}", soft_wrap=True,
               markup=False)
