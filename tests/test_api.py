@@ -116,8 +116,10 @@ def test_a_shard_writes_parts_only_and_merge_assembles_them(cfg_path, tmp_path):
     with pytest.raises(MissingJobs, match="3 job"):
         sweep.merge(cfg)
     sweep.run(cfg, shard=(1, 2))
-    merged = sweep.merge(cfg, out=tmp_path / "merged.nc")  # out: only where it is written
-    assert (tmp_path / "merged.nc").is_file() and not (tmp_path / "merged.parts").exists()
+    with pytest.raises(MissingJobs, match="6 job"):  # out: the parts beside it, as for run
+        sweep.merge(cfg, out=tmp_path / "merged.nc")
+    merged = sweep.merge(cfg)
+    assert out.is_file() and not (tmp_path / "merged.nc").exists()
     assert_same_results(merged, sweep.run(cfg, out=tmp_path / "all.nc"))
 
 

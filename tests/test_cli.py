@@ -135,19 +135,23 @@ def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
     assert_same_results(_load(whole), _load(parts))
 
 
-def test_merge_out_is_only_where_the_merged_dataset_goes(cfg_path, tmp_path, monkeypatch):
+def test_out_means_the_same_place_for_run_status_and_merge(cfg_path, tmp_path, monkeypatch):
+    """--out X: the results file X and its parts beside it, X.parts, for all three (after a
+    stopped `run --out X`, `status --out X` counts what X.parts holds)."""
     monkeypatch.chdir(tmp_path)  # output.path of SMALL is results/small.nc, here
-    assert invoke("run", cfg_path, "--shard", "0/1").exit_code == 0  # parts only
     other = tmp_path / "elsewhere" / "merged.nc"
+    assert invoke("run", cfg_path, "--out", other, "--shard", "0/2").exit_code == 0
+    status = invoke("status", cfg_path, "--out", other)
+    assert status.exit_code == 0 and "6 completed, 6 missing" in status.output, status.output
+    assert f"parts in {other.with_suffix('.parts')}" in status.output
+    assert "0 completed" in invoke("status", cfg_path).output  # output.path's parts: none
+    assert invoke("run", cfg_path, "--out", other, "--shard", "1/2").exit_code == 0
     result = invoke("merge", cfg_path, "--out", other)
     assert result.exit_code == 0, result.output
-    assert not (tmp_path / "elsewhere" / "merged.parts").exists()
     ds = _load(other)
     assert (ds.status == 0).all() and not (tmp_path / "results" / "small.nc").exists()
     status = invoke("status", cfg_path, "--out", other)
-    assert status.exit_code == 0 and f"{ds.status.size} completed, 0 missing" in status.output
     assert f"merged dataset: {other}, of this config" in status.output
-    assert "not written yet" in invoke("status", cfg_path).output
 
 
 def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):

@@ -297,6 +297,8 @@ def frame(ds, var: str, axes: list[str], time=None, selection=None) -> Frame:
         da = at_time(da, time)
     elif time not in (None, "all"):
         raise ConfigError(f"time {time!r}: time is an axis of this plot, drop --time")
+    if var == "threshold" and "along" in ds.attrs and "seed" not in da.dims:
+        return _threshold_frame(ds, da, time, selection)
     if "seed" not in da.dims:
         da = da.expand_dims(seed=[0])
     seeds = da.sizes["seed"]
@@ -313,6 +315,17 @@ def frame(ds, var: str, axes: list[str], time=None, selection=None) -> Frame:
     band = [b.clip(min=low, max=high) if low is not None or high is not None else b
             for b in band]
     return Frame(mean, *band, count, seeds, "mean")
+
+
+def _threshold_frame(ds, da, time, selection) -> Frame:
+    """A `sweep threshold` file's threshold: already a seed mean, its band the bootstrap
+    interval the file holds, over the number of seeds it was taken from."""
+    def picked(name):
+        other = select(ds[name], selection or {})
+        return other if "time" in da.dims or "time" not in other.dims else at_time(other, time)
+
+    return Frame(da, picked("threshold_low"), picked("threshold_high"), da.notnull(),
+                 int(ds.attrs.get("seeds", 1)), "threshold")
 
 
 def _median_frame(da, ran, seeds: int, t_max: float) -> Frame:

@@ -54,11 +54,11 @@ class Status:
 def status(config: Config, out: str | Path | None = None,
            shards: int | None = None) -> Status:
     """Completed, missing, failed and damaged jobs, and the shards of a K-task array to
-    rerun (K: `shards`, else that of the last `sweep submit` for this output). The parts are
-    those beside output.path; `out` names the merged dataset to report on."""
+    rerun (K: `shards`, else that of the last `sweep submit` for this output). `out` (default
+    output.path) is the results file, its parts beside it, as for `run` and `merge`."""
     from sweep.scheduling import scripts, survey
 
-    where = store(config)
+    where = store(config, out)
     found = survey.survey(expand(config), where)
     record = scripts.submitted(where.output) or {}
     k = shards or record.get("shards")
@@ -66,7 +66,7 @@ def status(config: Config, out: str | Path | None = None,
     lines = []
     if rerun and record.get("shards") == k and scripts.rerun_script(record, where.output).is_file():
         lines = scripts.rerun_lines(record, rerun, where.output)
-    merged = survey.merged_state(output(config, out), config.hash)
+    merged = survey.merged_state(where.output, config.hash)
     return Status(config, where, found, k, rerun, survey.array_spec(rerun), lines, merged)
 
 

@@ -251,11 +251,10 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
           force: bool = False) -> xarray.Dataset:
     """Assemble every completed job into one dataset, write it to `out` (default
     output.path) block by block (`sweep merge`) and return it opened from there, lazily (as
-    `run`). The parts are always those beside output.path (after `run(out=X)`, load the
-    config with overrides=["output.path=X"]). MissingJobs unless allow_missing (missing jobs are
-    then NaN, status -1); StoreError if the parts folder holds another config's parts in place
-    of this one's; ConfigError if the file at `out` holds another config's results, unless
-    force (storage.outputs.check_replaceable)."""
+    `run`). The parts are those beside `out`, as for `run(out=X)`. MissingJobs unless
+    allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder
+    holds another config's parts in place of this one's; ConfigError if the file at `out`
+    holds another config's results, unless force (storage.outputs.check_replaceable)."""
     from sweep.analysis.results import open_results
     from sweep.scheduling import survey
     from sweep.scheduling.signals import stop_on_signals
@@ -263,7 +262,8 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
     from sweep.storage.outputs import check_replaceable
 
     with stop_on_signals() as received:
-        where, jobs, target = store(config), expand(config), output(config, out)
+        where, jobs = store(config, out), expand(config)
+        target = where.output
         survey.check_not_edited(jobs, where)
         check_replaceable(target, config, jobs, force)
         preflight(config, jobs, 1, merged=True, warn=False)

@@ -117,10 +117,6 @@ SetOpt = Annotated[list[str] | None, typer.Option(
 OutOpt = Annotated[Path | None, typer.Option(
     "--out", metavar="PATH", help="Results file (default: output.path of the config); the "
                                   "parts go beside it, in <out>.parts/.", readable=False)]
-MergedOpt = Annotated[Path | None, typer.Option(
-    "--out", metavar="PATH", help="Where the merged dataset is written (default: "
-    "output.path). The parts are always those beside output.path: after `run --out X`, pass "
-    "--set output.path=X.", readable=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of tables.")]
 
 

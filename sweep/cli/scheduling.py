@@ -12,7 +12,6 @@ from sweep import api
 from sweep.cli import (
     ConfigArg,
     JsonOpt,
-    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -29,14 +28,14 @@ Scheduler = choices("Scheduler", SCHEDULERS)
 
 
 @app.command()
-def status(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
+def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
            shards: Annotated[int | None, typer.Option(
                "--shards", min=1, metavar="K", help="K of the job array, for the list of "
                "shards to rerun (default: K of the last `sweep submit`).")] = None,
            as_json: JsonOpt = False):
     """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell).
 
-    The parts are those beside output.path; --out names the merged dataset to report on."""
+    --out is the results file, the parts beside it, as for `run` and `merge`."""
     with user_errors():
         st = api.status(_load(config, sets), path, shards)
     if as_json:

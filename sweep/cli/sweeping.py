@@ -12,7 +12,6 @@ from sweep import api
 from sweep.cli import (
     ConfigArg,
     JsonOpt,
-    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -125,15 +124,15 @@ def _print_report(done: api.Outcome) -> None:
 
 
 @app.command("merge")
-def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
+def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
               = False,
               force: Annotated[bool, typer.Option(
                   "--force", help="Replace an output that holds another config's results.")]
               = False):
-    """Assemble all completed jobs (the parts beside output.path) into one dataset, written
-    to --out (after the shards of a job array)."""
+    """Assemble all completed jobs into one dataset (after the shards of a job array): the
+    parts beside --out (default output.path), as `run --out` wrote them, into --out."""
     with user_errors():
         cfg = _load(config, sets)
         api.merge(cfg, path, allow_missing, force)
