@@ -204,7 +204,7 @@ def test_a_training_sweep_submits_as_an_array_of_train_tasks(tmp_path, monkeypat
     path = write(tmp_path, raw)
     shown = invoke("submit", path, "--shards", 2, "--dry-run")
     assert shown.exit_code == 0, shown.output
-    array, merge = shown.output.split("# ---- ")[1:]
+    array, merge = shown.output.split("# ---- ")[1:3]
     assert f"sweep train {path} -o {tmp_path / 'results'}" in array and "SWEEP_SHARDS=2" in array
     assert f"sweep train {path} -o {tmp_path / 'results'}" in merge and "SHARD" not in merge
     assert invoke("compile", path).exit_code == 0

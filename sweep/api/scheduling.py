@@ -79,14 +79,22 @@ class Submission:
     ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
     plan: object                    # sweep.scheduling.scripts.Plan: paths, logs, output
 
+    @property
+    def commands(self) -> list[str]:
+        """How the scripts are (or were) submitted: the array, then the merge job on it."""
+        from sweep.scheduling import scripts
+
+        return scripts.submit_lines(self.plan)
+
 
 def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
-           dry_run: bool = False) -> Submission:
+           dry_run: bool = False, env_lines: list[str] | None = None) -> Submission:
     """Write a job-array script of `shards` tasks and a merge job for the config's file,
     compile its kernels into the compile cache, and submit both (`sweep submit`); with
-    dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
+    dry_run, only make the scripts. env_lines: shell lines both scripts run first
+    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses."""
     from sweep.scheduling import scripts
 
     training = not isinstance(config, Config)  # a training config: its tasks run sweep train
@@ -102,7 +110,7 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
                       "nothing to do", SweepWarning, stacklevel=2)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
                              output(config, out), shards, parallel, workers, scheduler_args,
-                             scheduler, "train" if training else "run")
+                             scheduler, "train" if training else "run", env_lines)
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)
