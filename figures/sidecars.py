@@ -121,7 +121,8 @@ $ sweep plan configs/demo.yaml
 
 $ sweep run configs/demo.yaml
 demo ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ {jobs}/{jobs} ...
-{jobs} job(s) run in ... s (... jobs/s, ...% of worker time integrating), \
+{jobs} job(s) run in ... s (overall rate ... jobs/s, start-up, warm-up and waits included; \
+kernel rate ... jobs/s per worker, ...% of worker time integrating), \
 0 skipped, {runs.get('failed', 0)} failed, \
 {runs.get('non_finite', 0)} non-finite; parts in results/demo.parts
 results: results/demo.nc

@@ -428,9 +428,79 @@ def results_case(rng: random.Random, pristine: Path) -> Callable:
     return make
 
 
+# ---------------------------------------------------------------- crafted files, misuse
+
+def _crafted_config_attribute(path: Path, rng: random.Random) -> None:
+    """A results file whose sweep_config is not the YAML text sweep writes."""
+    import netCDF4
+
+    with netCDF4.Dataset(path, "a") as ds:
+        ds.delncattr("sweep_config")
+        ds.setncattr("sweep_config", rng.choice([
+            7, np.arange(5), np.array([1.5, 2.5]), "x" * 3_000_000, "[" * 5000, "- a\n- b",
+            "name: c\nmodel: 3\n", "", "{model: {n: [1, 2]}}"]))
+
+
+def _threshold_along_beta(results: Path, folder: Path, time: str | None) -> Path:
+    from sweep import api
+
+    out = folder / f"th-{time or 'final'}.nc"  # th-max.nc: taken over time, no time axis
+    api.threshold(results, "clustered_fraction", along="beta", level=0.5, time=time,
+                  bootstrap=20, out=out)
+    return out
+
+
+def _dangling(folder: Path, name: str) -> Path:
+    link = folder / name
+    link.symlink_to(folder / "nowhere" / name)
+    return link
+
+
+def misuse_case(rng: random.Random, pristine: Path) -> Callable:
+    kind = rng.randrange(9)
+
+    def make(folder: Path):
+        shutil.copytree(pristine, folder, dirs_exist_ok=True)
+        cfg, res = folder / "c.yaml", folder / "r.nc"
+        if kind == 0:
+            _crafted_config_attribute(res, rng)
+            return rng.choice([["show", res], ["plot", res, "--var", "clustered_fraction",
+                                                 "--x", "beta", "--y", "time", "-o",
+                                                 folder / "f.png"]]), None
+        if kind == 1:
+            th = _threshold_along_beta(res, folder, rng.choice([None, "all", "max"]))
+            return ["plot", res, "--var", "clustered_fraction", "--x", "beta", "--y", "time",
+                    "--threshold", th, "-o", folder / "f.png"], None
+        if kind == 2:
+            return ["theory", "equiangular", "--n", "2", "--save-every",
+                    rng.choice(["1e-300", "1e-12", "0", "-1", "nan", "inf"]),
+                    "--t-max", rng.choice(["30", "1e300", "1e-300"])], None
+        if kind == 3:
+            big = ["1e308", "1e6", "1e5", "2", "0", "inf", "nan", "-1"]
+            return ["theory", rng.choice(["kappa-c", "beta-star"]), "--d", rng.choice(big),
+                    *(["--beta", rng.choice(big + ["1e4", "3e4"])] * (rng.random() < 0.8))
+                    ], None
+        if kind == 4:  # a parts folder that cannot be listed (chmod 000: refuses non-root)
+            (folder / "r.parts").chmod(0)
+            return [rng.choice(["merge", "status"]), cfg, "--set", f"output.path={res}"], None
+        if kind == 5:
+            return ["threshold", res, "--var", "clustered_fraction", "--level", "0.5",
+                    "--direction", rng.choice(["sideways", "UP", "", "up,down"])], None
+        if kind == 6:
+            link = _dangling(folder, rng.choice(["o.nc", "o.parts"]))
+            out = link if link.suffix == ".nc" else link.with_suffix(".nc")
+            return ["run", cfg, "--out", out], None
+        if kind == 7:
+            return ["run", cfg, "--out", folder / "w.nc", "--workers",
+                    rng.choice(["0", "-1", "x", "1.5", ""])], None
+        return rng.choice([["show", cfg], ["run", res], ["plan", res], ["status", res],
+                           ["plot", cfg, "--var", "x", "--x", "beta"]]), None
+    return make
+
+
 CATEGORIES = {"config files": 330, "--set strings": 300, "scheduler variables": 120,
               "input arrays": 110, "damaged parts": 100, "model folders": 100,
-              "results files": 60}
+              "results files": 60, "crafted files and misuse": 90}
 
 
 def cases(seed: int, shared: Path, parts: Path, model: Path) -> list[Case]:
@@ -441,7 +511,8 @@ def cases(seed: int, shared: Path, parts: Path, model: Path) -> list[Case]:
               "scheduler variables": lambda rng: scheduler_case(rng, shared),
               "input arrays": input_case, "damaged parts": lambda rng: part_case(rng, parts),
               "model folders": lambda rng: model_case(rng, model),
-              "results files": lambda rng: results_case(rng, parts)}
+              "results files": lambda rng: results_case(rng, parts),
+              "crafted files and misuse": lambda rng: misuse_case(rng, parts)}
     # one generator per case, so that any case can be rebuilt alone from its number
     return [Case(category, i, makers[category](random.Random(f"{seed}/{category}/{i}")))
             for category, count in CATEGORIES.items() for i in range(count)]

@@ -83,12 +83,13 @@ def test_plan_counts_jobs_axes_and_cost(cfg_path):
 
 def part_arrays(store):
     """{part file name: its arrays and meta, bit for bit (NaN included: the cluster-resolved
-    columns have some)}, wall_seconds left out (it is a measurement)."""
+    columns have some)}, wall_seconds left out (it is a measurement) and with it the checksum
+    that covers it."""
     found = {}
     for path in sorted(store.dir.glob("*.npz")):
         with np.load(path) as f:
             found[path.name] = {k: (f[k].dtype.str, f[k].shape, f[k].tobytes())
-                                for k in f.files if k != "wall_seconds"}
+                                for k in f.files if k not in ("wall_seconds", "checksum")}
     return found
 
 
@@ -115,8 +116,10 @@ def test_a_shard_writes_parts_only_and_merge_assembles_them(cfg_path, tmp_path):
     with pytest.raises(MissingJobs, match="3 job"):
         sweep.merge(cfg)
     sweep.run(cfg, shard=(1, 2))
-    merged = sweep.merge(cfg, out=tmp_path / "merged.nc")  # out: only where it is written
-    assert (tmp_path / "merged.nc").is_file() and not (tmp_path / "merged.parts").exists()
+    with pytest.raises(MissingJobs, match="6 job"):  # out: the parts beside it, as for run
+        sweep.merge(cfg, out=tmp_path / "merged.nc")
+    merged = sweep.merge(cfg)
+    assert out.is_file() and not (tmp_path / "merged.nc").exists()
     assert_same_results(merged, sweep.run(cfg, out=tmp_path / "all.nc"))
 
 
@@ -176,3 +179,10 @@ def test_threshold_and_plot_take_datasets_or_files(cfg_path, tmp_path):
     figure = sweep.plot(tmp_path / "r.nc", "mean_cosine", tmp_path / "f.png", x="beta",
                         y="time", threshold=th)
     assert figure.stat().st_size > 1000
+
+
+def test_a_plans_cost_reads_as_a_summary(cfg_path):
+    cost = sweep.plan(sweep.load(cfg_path)).cost
+    assert repr(cost) == (f"Cost(work {cost.gflop:.3g} GFLOP, peak memory per job "
+                          f"{cost.peak_mib:.3g} MiB, about {cost.seconds:.3g} s on one core)")
+    assert "gflop=" not in str(cost)

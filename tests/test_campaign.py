@@ -63,11 +63,10 @@ def built_once(monkeypatch):
     monkeypatch.setattr(typer.testing, "_get_command", lambda _: command)
 
 
-def test_campaign(tmp_path_factory, monkeypatch, sweep_done, model, built_once):
-    shared = tmp_path_factory.mktemp("shared")
-    shutil.copytree(sweep_done, shared, dirs_exist_ok=True)  # rerun in place by shard cases
-    cases = campaign.cases(SEED, shared, sweep_done, model)
-    tried, failed = collections.Counter(), []
+def run_cases(cases, tmp_path_factory, monkeypatch):
+    """Each case through the CLI in a fresh folder: (cases tried by category, broken
+    promises, (case, args, result) of each)."""
+    tried, failed, seen = collections.Counter(), [], []
     previous = signal.signal(signal.SIGALRM, _alarm)
     try:
         for case in cases:
@@ -80,10 +79,46 @@ def test_campaign(tmp_path_factory, monkeypatch, sweep_done, model, built_once):
             finally:
                 signal.alarm(0)
             tried[case.category] += 1
+            seen.append((case, args, result))
             why = problem(result)
             if why:
                 failed.append(f"{case} ({' '.join(map(str, args))[:200]}): {why}")
     finally:
         signal.signal(signal.SIGALRM, previous)
+    return tried, failed, seen
+
+
+def test_campaign(tmp_path_factory, monkeypatch, sweep_done, model, built_once):
+    shared = tmp_path_factory.mktemp("shared")
+    shutil.copytree(sweep_done, shared, dirs_exist_ok=True)  # rerun in place by shard cases
+    cases = campaign.cases(SEED, shared, sweep_done, model)
+    tried, failed, _ = run_cases(cases, tmp_path_factory, monkeypatch)
     assert sum(tried.values()) >= 1100 and all(tried[c] for c in campaign.CATEGORIES)
     assert not failed, f"{len(failed)} of {sum(tried.values())} cases:\n" + "\n".join(failed[:40])
+
+
+def test_crafted_files_and_misuse_end_in_a_result_or_one_line(
+        tmp_path_factory, monkeypatch, sweep_done, model, built_once):
+    """The crafted-file and misuse cases alone, each with the outcome it must have: a
+    crafted sweep_config is shown or plotted (exit 0), a threshold along beta over a
+    (beta, time) map is drawn, everything else is refused in one line saying what to do."""
+    cases = [c for c in campaign.cases(SEED, sweep_done, sweep_done, model)
+             if c.category == "crafted files and misuse"]
+    tried, failed, seen = run_cases(cases, tmp_path_factory, monkeypatch)
+    assert not failed, "\n".join(failed[:40])
+    codes = collections.defaultdict(set)
+    for _, args, result in seen:
+        words = [str(a) for a in args]
+        if any(w.endswith("th-max.nc") for w in words):  # reduced over time: no time axis
+            assert "has no axis 'time' to draw against" in result.stderr, result.stderr
+        elif "--threshold" in words or words[0] in ("show", "plot") and words[1].endswith(".nc"):
+            codes["drawn or shown"].add(result.exit_code)
+            assert result.exit_code == 0, (words, result.stderr)
+        elif "--direction" in words or "--workers" in words:
+            codes["bad option"].add(result.exit_code)
+            assert result.stderr.startswith("error: --"), result.stderr
+        elif words[0] in ("run", "plan", "status") and words[1].endswith(".nc"):
+            assert "a netCDF results file, not a config" in result.stderr, result.stderr
+        elif words[0] in ("show", "plot"):
+            assert "a YAML config, not a results file; `sweep run" in result.stderr
+    assert codes["drawn or shown"] == {0} and codes["bad option"] == {2}

@@ -1,6 +1,7 @@
 """The command line end to end through CliRunner: plan, run, resume, merge, show."""
 
 import json
+import re
 import time
 
 import numpy as np
@@ -134,19 +135,23 @@ def test_shards_merge_to_the_unsharded_dataset(cfg_path, tmp_path):
     assert_same_results(_load(whole), _load(parts))
 
 
-def test_merge_out_is_only_where_the_merged_dataset_goes(cfg_path, tmp_path, monkeypatch):
+def test_out_means_the_same_place_for_run_status_and_merge(cfg_path, tmp_path, monkeypatch):
+    """--out X: the results file X and its parts beside it, X.parts, for all three (after a
+    stopped `run --out X`, `status --out X` counts what X.parts holds)."""
     monkeypatch.chdir(tmp_path)  # output.path of SMALL is results/small.nc, here
-    assert invoke("run", cfg_path, "--shard", "0/1").exit_code == 0  # parts only
     other = tmp_path / "elsewhere" / "merged.nc"
+    assert invoke("run", cfg_path, "--out", other, "--shard", "0/2").exit_code == 0
+    status = invoke("status", cfg_path, "--out", other)
+    assert status.exit_code == 0 and "6 completed, 6 missing" in status.output, status.output
+    assert f"parts in {other.with_suffix('.parts')}" in status.output
+    assert "0 completed" in invoke("status", cfg_path).output  # output.path's parts: none
+    assert invoke("run", cfg_path, "--out", other, "--shard", "1/2").exit_code == 0
     result = invoke("merge", cfg_path, "--out", other)
     assert result.exit_code == 0, result.output
-    assert not (tmp_path / "elsewhere" / "merged.parts").exists()
     ds = _load(other)
     assert (ds.status == 0).all() and not (tmp_path / "results" / "small.nc").exists()
     status = invoke("status", cfg_path, "--out", other)
-    assert status.exit_code == 0 and f"{ds.status.size} completed, 0 missing" in status.output
     assert f"merged dataset: {other}, of this config" in status.output
-    assert "not written yet" in invoke("status", cfg_path).output
 
 
 def test_merge_lists_missing_jobs_unless_allowed(cfg_path, tmp_path):
@@ -221,3 +226,28 @@ def test_two_configs_never_silently_share_one_results_file(cfg_path, tmp_path):
     out.with_name("notes.nc").write_text("not a results file")
     result = invoke("merge", cfg_path, "--out", out.with_name("notes.nc"))
     assert result.exit_code == 2 and "exists and is not a sweep results file" in result.output
+
+
+@pytest.mark.parametrize("grid", ["[8.0, 9.0]", "[1.0, 8.0]"], ids=["disjoint", "overlapping"])
+def test_a_config_run_after_another_that_left_only_parts_is_refused(cfg_path, tmp_path, grid):
+    """The first ran by shards (or stopped before its merge): no results file yet, only its
+    parts; a second config given that output is refused as one given the file would be."""
+    out, other = tmp_path / "shared.nc", ("--set", f"grid.beta={grid}")
+    assert invoke("run", cfg_path, "--out", out, "--shard", "0/1").exit_code == 0
+    result = invoke("run", cfg_path, *other, "--out", out)
+    assert result.exit_code == 2 and not out.exists(), result.output
+    line, = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: {out.with_suffix('.parts')}: holds the results of ")
+    assert "not jobs of this config" in line and "--force" in line
+    assert invoke("run", cfg_path, "--out", out).exit_code == 0  # its own config: fine
+    assert invoke("run", cfg_path, *other, "--out", tmp_path / "own.nc").exit_code == 0
+
+
+def test_the_run_summary_names_its_overall_and_kernel_rates(cfg_path, tmp_path):
+    result = invoke("run", cfg_path, "--out", tmp_path / "r.nc", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    line, = [x for x in result.output.splitlines() if " job(s) run in " in x]
+    overall, kernel = (float(re.search(rf"{name} rate ([0-9.e+]+) jobs/s", line).group(1))
+                       for name in ("overall", "kernel"))
+    assert 0 < overall < kernel  # one worker: its integrating is a part of the wall time
+    assert "start-up, warm-up and waits included" in line and "jobs/s per worker" in line

@@ -152,6 +152,25 @@ def test_a_default_written_out_or_a_key_used_somewhere_is_fine(tmp_path):
     assert plan(write(tmp_path, cfg)).exit_code == 0, plan(write(tmp_path, cfg)).output
 
 
+def test_a_section_value_an_axis_sweeps_is_the_default_the_axis_overrides(tmp_path):
+    cfg = mutate("model.beta", 2.5)
+    cfg["model"]["n"] = 8
+    cfg["grid"]["n"] = [4, 6]
+    path = write(tmp_path, cfg)
+    result = plan(path)
+    assert result.exit_code == 0, result.output
+    assert "model.beta = 2.5 overridden by grid.beta" in result.output
+    assert "model.n = 8 overridden by grid.n" in result.output
+    jobs = expand(config.load(path))
+    assert {(j.model.beta, j.model.n) for j in jobs} == {(b, n) for b in (0.0, 2.0) for n in (4, 6)}
+    without = expand(config.load(path, ["grid.beta=null"]))  # the axis commented out
+    assert {j.model.beta for j in without} == {2.5} and {j.model.n for j in without} == {4, 6}
+    assert plan(path, "--json").exit_code == 0
+    typed = plan(path, "--set", "model.n=5")  # typed now, and it would do nothing
+    assert typed.exit_code == 2 and typed.output.count("\n") == 1
+    assert "model.n: 5 from --set is never used, grid.n sweeps n" in typed.output
+
+
 @pytest.mark.parametrize("text,value", [("1e-3", 1e-3), ("1E5", 1e5), ("-2e-1", -0.2),
                                         ("5e+2", 500.0), (".5e1", 5.0), ("2", 2), ("2.5", 2.5)])
 def test_numbers_as_physicists_write_them(tmp_path, text, value):
@@ -209,3 +228,17 @@ def test_example_in_readme_shape_parses(tmp_path):
     grid = axes(cfg)
     assert [a.name for a in grid] == ["beta", "d", "seed", "n"]
     assert [len(a) for a in grid] == [90, 3, 16, 2]
+
+
+@pytest.mark.parametrize("item,line", [
+    ("model.bta=2", "model.bta: unknown key (did you mean 'beta'? allowed: attention, beta"),
+    ("model.attention=sofmax", "'sofmax' is not one of softmax | unnormalized | relu | "
+                               "hardmax; did you mean 'softmax'?"),
+    ("grid.bta=[1]", "grid.bta: unknown axis 'bta' (did you mean 'beta'? a key of model"),
+    ("modle.n=3", "modle: unknown top-level key (did you mean 'model'? allowed: name"),
+    ("model.zz=3", "model.zz: unknown key (allowed: attention"),  # nothing close: no guess
+])
+def test_unknown_keys_and_values_suggest_the_closest(tmp_path, item, line):
+    result = plan(write(tmp_path, GOOD), "--set", item)
+    assert result.exit_code == 2 and line in result.output, result.output
+    assert result.output.count("\n") == 1

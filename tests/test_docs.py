@@ -49,6 +49,6 @@ def test_the_readme_python_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with contextlib.redirect_stdout(io.StringIO()) as printed:
         exec(compile(source, "README.md", "exec"), {})  # noqa: S102
-    assert printed.getvalue().startswith("Cost(gflop=")
+    assert printed.getvalue().startswith("Cost(work ")
     assert (tmp_path / "results" / "demo-2seeds.nc").is_file()
     assert (tmp_path / "demo-2seeds.png").is_file()

@@ -113,6 +113,22 @@ def text_observables(path, other):
         np.savez(f, **arrays)
 
 
+def rewritten(path, change):
+    """The part's arrays through `change` (name -> array), written back as a valid zip."""
+    with np.load(path) as f:
+        arrays = change({k: f[k] for k in f.files})
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+
+
+def one_bit_flipped(arrays):
+    """One bit of one value flipped: the zip is whole (its CRCs are recomputed), only the
+    part's own checksum can tell."""
+    data = arrays["observables"].copy()
+    data.view(np.uint64).flat[3] ^= np.uint64(1 << 40)
+    return {**arrays, "observables": data}
+
+
 def folder(path, other):
     path.unlink()
     path.mkdir()
@@ -134,8 +150,12 @@ def fifo(path, other):
     (text_observables, "observables of dtype <U1"),
     (folder, "a directory, not a regular file"),
     (fifo, "a FIFO, not a regular file"),
+    (lambda p, o: rewritten(p, one_bit_flipped), "checksum mismatch"),
+    (lambda p, o: rewritten(p, lambda a: {**a, "wall_seconds": a["wall_seconds"] + 1}),
+     "checksum mismatch"),
+    (lambda p, o: p.write_bytes(flipped_byte(p.read_bytes())), "Bad CRC-32"),
 ], ids=["truncated", "empty", "garbage", "foreign", "wrong-shape", "huge-shape", "text",
-        "folder", "fifo"])
+        "folder", "fifo", "bit-flip", "time-changed", "byte-flip"])
 def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, word):
     path, out, store, jobs = setup
     assert invoke("run", path, "--out", out).exit_code == 0
@@ -148,6 +168,39 @@ def test_bad_part_stops_merge_and_is_recomputed_by_run(setup, straight, damage, 
     assert rerun.exit_code == 0, rerun.output
     assert "recomputing" in rerun.output and "1 job(s) run" in rerun.output
     xr.testing.assert_identical(values(out), straight)
+
+
+def flipped_byte(data: bytes) -> bytes:
+    """One bit flipped inside the observables' bytes, the zip left as it was."""
+    at = data.index(b"observables.npy") + 200  # inside that member's data
+    return data[:at] + bytes([data[at] ^ 4]) + data[at + 1:]
+
+
+def test_parts_without_a_checksum_from_before_are_read_as_they_are(setup, straight):
+    path, out, store, jobs = setup
+    assert invoke("run", path, "--out", out).exit_code == 0
+    for job in jobs:
+        rewritten(store.path(job), lambda a: {k: v for k, v in a.items() if k != "checksum"})
+    merge = invoke("merge", path, "--set", f"output.path={out}")
+    assert merge.exit_code == 0, merge.output
+    xr.testing.assert_identical(values(out), straight)
+
+
+@pytest.mark.parametrize("command", ["merge", "status"])
+def test_a_parts_folder_that_cannot_be_listed_is_one_line(setup, monkeypatch, command):
+    """chmod 000 by another user (root, as in CI, reads through it: the refusal is made)."""
+    path, out, store, jobs = setup
+    assert invoke("run", path, "--out", out).exit_code == 0
+    listed = os.scandir
+
+    def refused(where):
+        if pathlib.Path(where) == store.dir:
+            raise PermissionError(errno.EACCES, "Permission denied", str(where))
+        return listed(where)
+
+    monkeypatch.setattr(os, "scandir", refused)
+    line = one_clean_line(invoke(command, path, "--set", f"output.path={out}"), 1)
+    assert f"{store.dir}: cannot read the parts folder (Permission denied)" in line
 
 
 def test_merge_counts_every_bad_part(setup):

@@ -120,17 +120,20 @@ def run_in_background(jobs, store):
                          ids=["other-run-finishes", "other-run-gives-up"])
 def test_runner_waits_for_a_job_another_run_holds(tmp_path, monkeypatch, other_finishes):
     monkeypatch.setattr(runner, "WAIT_POLL", 0.05)
+    monkeypatch.setattr(runner, "WAIT_NOTICE", 0.3)  # said again while the wait lasts
     jobs, store = small_sweep(tmp_path)
     store.dir.mkdir(parents=True)
     held = store.dir / f"{jobs[1].id}.lock"
     plant(held, locks.HOST, os.getpid())  # alive, and not this JobLocks' token
     thread, notices, box = run_in_background(jobs, store)
     deadline = time.time() + 60
-    while not notices and time.time() < deadline:
+    while len(notices) < 2 and time.time() < deadline:
         time.sleep(0.02)
-    assert len(notices) == 1
-    assert notices[0].startswith(f"1 job(s) are being computed by another run ({locks.HOST} "
-                                 f"pid {os.getpid()}); waiting for them")
+    assert len(notices) >= 2 and notices[1].startswith("waiting for 1 job(s)")
+    assert notices[0].startswith("waiting for 1 job(s) another run is computing: held by "
+                                 f"{locks.HOST} pid {os.getpid()} since 00:00:00 UTC (")
+    assert f"lock {held}. If no sweep runs as that pid" in notices[0]
+    assert "remove the lock files" in notices[0]
     assert thread.is_alive() and not store.done(jobs[1])
     if other_finishes:
         store.write(jobs[1], simulate(jobs[1]))

@@ -358,3 +358,27 @@ def test_head_beta_labels_are_exact_and_read_back(tmp_path):
     picked = invoke("plot", out, "--var", "mean_cosine", "--x", "time", "--sel",
                     "head_beta=1,11.000001", "-o", tmp_path / "p.png")
     assert picked.exit_code == 0, picked.output
+
+
+def test_a_threshold_file_plots_with_its_seed_count_and_bootstrap_band(tmp_path):
+    """`sweep plot TH.nc --var threshold --x AXIS`: the seeds the threshold was taken from,
+    not 1, and the band of the file's bootstrap interval."""
+    import xarray as xr
+
+    from sweep.analysis import results
+
+    time = np.array([0.0, 1.0, 2.0])
+    th = xr.Dataset({"threshold": ("time", [1.0, 2.0, 3.0]),
+                     "threshold_low": ("time", [0.5, 1.5, 2.5]),
+                     "threshold_high": ("time", [1.5, 2.5, 3.5])}, coords={"time": time},
+                    attrs={"along": "beta", "seeds": 6, "var": "clustered_fraction",
+                           "level": 0.5, "title": "threshold of clustered_fraction: sweep "
+                                                  "results: demo"})
+    fr = results.frame(th, "threshold", ["time"])
+    assert fr.seeds == 6 and fr.statistic == "threshold"
+    np.testing.assert_array_equal(fr.low.values, [0.5, 1.5, 2.5])
+    np.testing.assert_array_equal(fr.high.values, [1.5, 2.5, 3.5])
+    from sweep.analysis import labels
+
+    assert labels.title(th, "threshold", fr, "all") == (
+        "threshold of clustered_fraction: demo: mean of 6 seeds, 95% bootstrap band")

@@ -24,7 +24,7 @@ def test_submit_dry_run_prints_the_scripts_only(cfg_path, tmp_path, monkeypatch)
     result = invoke("submit", cfg_path, "--shards", 3, "--parallel", 2, "--dry-run",
                     "--scheduler-arg=--time=00:05:00", "--set", "integrate.t_max=1.0")
     assert result.exit_code == 0, result.output
-    array, merge = result.output.split("# ---- ")[1:]
+    array, merge = result.output.split("# ---- ")[1:3]
     logs = tmp_path / "results" / "small.jobs" / "logs"
     assert "#SBATCH --array=0-2%2" in array and f"--output={logs}/array-%A_%a.out" in array
     assert "#SBATCH --signal=B:USR1@" in array and "export SWEEP_SHARDS=3" in array
@@ -41,6 +41,29 @@ def test_submit_dry_run_prints_the_scripts_only(cfg_path, tmp_path, monkeypatch)
     assert own_array.count("--signal") == 1 and "#SBATCH --signal=B:TERM@60" in own_array
     bad = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", "moab")
     assert bad.exit_code == 2 and "--scheduler" in bad.output
+
+
+@pytest.mark.parametrize("name,merge_line", [
+    ("slurm", "sbatch --parsable --dependency=afterok:ARRAY_ID {merge}"),
+    ("lsf", "bsub -w 'done(ARRAY_ID)' -ti < {merge}"),
+    ("sge", "qsub -terse -hold_jid ARRAY_ID {merge}"),
+])
+def test_dry_run_shows_the_environment_lines_and_the_submit_commands(
+        cfg_path, tmp_path, monkeypatch, name, merge_line):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", name,
+                    "--env-line", "module load python/3.11",
+                    "--env-line", "source ~/venv/bin/activate")
+    assert result.exit_code == 0, result.output
+    _, array, merge, commands = result.output.split("# ---- ")
+    for text in (array, merge):  # after set -eu, before sweep runs
+        assert "set -eu\nmodule load python/3.11\nsource ~/venv/bin/activate\n" in text
+    array_path, merge_path = submit.script_paths(tmp_path / "results" / "small.nc",
+                                                 submit.SCHEDULERS[name])
+    lines = commands.strip().splitlines()[1:]
+    assert lines[1] == merge_line.format(merge=merge_path) and str(array_path) in lines[0]
+    bad = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--env-line", "a\nb")
+    assert bad.exit_code == 2 and "--env-line" in bad.output
 
 
 def fake_submitter(tmp_path, monkeypatch, name, answer):
@@ -123,7 +146,7 @@ def test_submit_dry_run_for_each_scheduler(cfg_path, tmp_path, monkeypatch, name
                     "--scheduler", name, "--scheduler-arg=-q short")
     assert result.exit_code == 0, result.output
     jobs = tmp_path / "results" / "small.jobs"
-    head, array_text, merge_text = result.output.split("# ---- ")
+    head, array_text, merge_text, _ = result.output.split("# ---- ")
     assert array_text.startswith(f"{jobs}/array.{name}\n#!/bin/bash\n")
     prefix = array.split()[0]
     assert array in array_text and "export SWEEP_SHARDS=4" in array_text

@@ -233,3 +233,14 @@ def test_relu_simulation_follows_the_ode(tmp_path):
     ode = theory.equiangular(16, "relu", beta=(1, 4, 2), t_max=12, save_every=0.5, rho0=0.05)
     np.testing.assert_allclose(ds.mean_cosine.squeeze().transpose("time", ...), ode.rho,
                                atol=1e-6)
+
+
+def test_the_theory_table_shows_grid_values_without_float_noise():
+    from helpers import invoke
+
+    result = invoke("theory", "equiangular", "--n", "8", "--beta", "0", "3.15", "10",
+                    "--t-max", "5", "--save-every", "0.05")
+    assert result.exit_code == 0, result.output
+    first = [line.split("│")[1].strip() for line in result.output.splitlines()
+             if line.startswith("│")]
+    assert first[:4] == ["0", "0.35", "0.7", "1.05"] and "0.0499999" not in result.output

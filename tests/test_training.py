@@ -204,7 +204,7 @@ def test_a_training_sweep_submits_as_an_array_of_train_tasks(tmp_path, monkeypat
     path = write(tmp_path, raw)
     shown = invoke("submit", path, "--shards", 2, "--dry-run")
     assert shown.exit_code == 0, shown.output
-    array, merge = shown.output.split("# ---- ")[1:]
+    array, merge = shown.output.split("# ---- ")[1:3]
     assert f"sweep train {path} -o {tmp_path / 'results'}" in array and "SWEEP_SHARDS=2" in array
     assert f"sweep train {path} -o {tmp_path / 'results'}" in merge and "SHARD" not in merge
     assert invoke("compile", path).exit_code == 0
@@ -257,7 +257,6 @@ BAD = [
     ({"training": {"checkpoints": 9}}, "training.checkpoints: 9 checkpoints for 4 steps"),
     ({"grid": {"optimizer": ["adam", "newton"]}}, "grid.optimizer[1]: 'newton' is not one"),
     ({"grid": {"training.seed": [0, 1]}}, "grid.training.seed: not a sweepable training key"),
-    ({"grid": {"lambda": [0.0, 1.0]}}, "training.lambda: 0.01 is never used"),
     ({"grid": {"d": [3, 4]}}, "grid.d: sweep train does not sweep d"),
     ({"model": {"norm": "post", "noise": 0.0, "ffn": "none"}}, "model.norm: sweep train needs"),
     ({"model": {"ffn": "linear"}}, "model.ffn"),
@@ -280,6 +279,20 @@ def test_bad_input_is_one_line_naming_the_key_exit_2(tmp_path, change, message):
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.output
     assert "Traceback" not in result.output and not (tmp_path / "tiny.nc").exists()
+
+
+def test_a_training_value_an_axis_sweeps_is_its_default_unless_set_just_now(tmp_path):
+    from sweep.training import settings
+
+    raw = config()
+    raw["grid"] = {"lambda": [0.0, 1.0]}  # beside training.lambda: 0.01, the default
+    path = write(tmp_path, raw)
+    cfg = settings.load(path)
+    assert [a.values[0] for a in cfg.axes if a.name == "lambda"] == [(0.0, 1.0)]
+    result = invoke("train", path, "-o", tmp_path, "--set", "training.lambda=0.5")
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "training.lambda: 0.5 from --set is never used, grid.lambda sweeps lambda" in \
+        result.output
 
 
 def test_a_config_without_a_training_section_is_refused(tmp_path):

@@ -95,6 +95,8 @@ def statistic_text(frame) -> str:
     """Which number each point is, over how many seeds."""
     s = frame.seeds
     seeds = f"{s} seed{'s' * (s != 1)}"
+    if frame.statistic == "threshold":
+        return f"mean of {seeds}, 95% bootstrap band"
     if frame.statistic == "median":
         return f"time by which half of {seeds} clustered (lower median, never = ∞)"
     fewest = int(frame.count.min()) if frame.count.size else s
@@ -104,7 +106,7 @@ def statistic_text(frame) -> str:
 
 def title(ds, var: str, frame, time, selection=None) -> str:
     """'<config>: <statistic>, t = 30, d = 8' from the results' attributes."""
-    name = str(ds.attrs.get("title", "")).removeprefix("sweep results: ") or "results"
+    name = str(ds.attrs.get("title", "")).replace("sweep results: ", "") or "results"
     da = ds[var]
     if time in (None, "final") and "time" in da.dims:
         when = f", t = {results.cell(float(ds.time.values[-1]))}"

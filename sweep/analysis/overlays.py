@@ -100,8 +100,13 @@ def panel_slice(ds, facet, value, what: str):
 
 # ---------------------------------------------------------------- drawing
 
+THRESHOLD_COLOUR = "#e7298a"  # magenta: seen on viridis's dark and light ends and on white
+
+
 def draw_threshold(ax, th, x, y, at) -> list[dict]:
-    """The boundary and its interval (white); returns its points."""
+    """The boundary and its interval (magenta); returns its points. A threshold taken at one
+    value of the other axis (along beta at the final time, over a (beta, time) map) is one
+    number per panel: a line across the panel with its interval."""
     along = th.attrs.get("along")
     if along not in (x, y):
         raise ConfigError(f"threshold file: along {along!r} is not an axis of this plot "
@@ -109,21 +114,26 @@ def draw_threshold(ax, th, x, y, at) -> list[dict]:
     other = y if along == x else x
     if other not in th.coords:
         raise ConfigError(f"threshold file: has no axis {other!r} to draw against")
-    p = at(other, th[other].values)
-    mid, lo, hi = (at(along, th[v].values) for v in ("threshold", "threshold_low",
-                                                     "threshold_high"))
     var = str(th.attrs.get("var")).replace("_", " ")
     text = (f"{labels.symbol(along)} where the seed-mean {var} reaches "
             f"{th.attrs.get('level'):g} (95% bootstrap interval)")
-    if along == x:
-        ax.fill_betweenx(p, lo, hi, color="white", alpha=0.35, lw=0)
-        ax.plot(mid, p, color="white", lw=1.6, label=text)
+    values = [np.atleast_1d(th[v].values) for v in ("threshold", "threshold_low",
+                                                    "threshold_high")]
+    mid, lo, hi = (at(along, v) for v in values)
+    if th.threshold.ndim == 0:
+        span, line = (ax.axvspan, ax.axvline) if along == x else (ax.axhspan, ax.axhline)
+        if np.isfinite(lo[0]) and np.isfinite(hi[0]):
+            span(lo[0], hi[0], color=THRESHOLD_COLOUR, alpha=0.25, lw=0)
+        line(mid[0], color=THRESHOLD_COLOUR, lw=1.6,
+             label=f"{text}, {labels.symbol(other)} = {th[other].item():g}")
     else:
-        ax.fill_between(p, lo, hi, color="white", alpha=0.35, lw=0)
-        ax.plot(p, mid, color="white", lw=1.6, label=text)
+        p = at(other, th[other].values)
+        fill, curve = ((ax.fill_betweenx, lambda: ax.plot(mid, p)) if along == x else
+                       (ax.fill_between, lambda: ax.plot(p, mid)))
+        fill(p, lo, hi, color=THRESHOLD_COLOUR, alpha=0.25, lw=0)
+        curve()[0].set(color=THRESHOLD_COLOUR, lw=1.6, label=text)
     return [{other: number(o), "threshold": number(t), "low": number(a), "high": number(b)}
-            for o, t, a, b in zip(th[other].values, th.threshold.values,
-                                  th.threshold_low.values, th.threshold_high.values)]
+            for o, t, a, b in zip(np.atleast_1d(th[other].values), *values)]
 
 
 def draw_theory(ax, theory, x, y, facet, value, at) -> dict:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sweep.config.yamltext import NETCDF_MAGIC, read_yaml
 from sweep.errors import ConfigError
 
 REDUCTIONS = ("max", "min", "mean", "plateau")
@@ -31,7 +32,25 @@ def open_results(path: str | Path, load: bool = True):
         with ds:
             return ds.load()
     except (OSError, ValueError) as err:
-        raise ConfigError(f"{path}: not a readable netCDF file ({err})") from None
+        raise ConfigError(f"{path}: {_not_results(path, err)}") from None
+
+
+def _not_results(path: Path, err: Exception) -> str:
+    """Why a file is no results file: a YAML config (say what to run), or unreadable."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(2**16)
+    except OSError:
+        head = b""
+    if not head.startswith(NETCDF_MAGIC):
+        try:
+            raw = read_yaml(path) if head.decode("utf-8", "strict") else None
+        except (ConfigError, UnicodeDecodeError):
+            raw = None
+        if isinstance(raw, dict) and "name" in raw:
+            return (f"a YAML config, not a results file; `sweep run {path}` makes its results"
+                    f" (`sweep plan {path}` shows what it would run)")
+    return f"not a readable netCDF file ({err})"
 
 
 def variable(ds, var: str):
@@ -171,10 +190,12 @@ def parameter(ds, key: str, default=None):
         return ds[key]
     import yaml
 
-    try:
-        recorded = yaml.safe_load(str(ds.attrs.get("sweep_config", ""))) or {}
-    except yaml.YAMLError:
+    text = ds.attrs.get("sweep_config", "")
+    try:  # a crafted file may hold anything there: a number, an array, megabytes of text
+        recorded = yaml.safe_load(text) if isinstance(text, str) and len(text) < 2**20 else {}
+    except (yaml.YAMLError, RecursionError):
         recorded = {}
+    recorded = recorded if isinstance(recorded, dict) else {}
     for section in ("model", "init", "integrate"):
         if isinstance(recorded.get(section), dict) and key in recorded[section]:
             return recorded[section][key]
@@ -276,6 +297,8 @@ def frame(ds, var: str, axes: list[str], time=None, selection=None) -> Frame:
         da = at_time(da, time)
     elif time not in (None, "all"):
         raise ConfigError(f"time {time!r}: time is an axis of this plot, drop --time")
+    if var == "threshold" and "along" in ds.attrs and "seed" not in da.dims:
+        return _threshold_frame(ds, da, time, selection)
     if "seed" not in da.dims:
         da = da.expand_dims(seed=[0])
     seeds = da.sizes["seed"]
@@ -292,6 +315,17 @@ def frame(ds, var: str, axes: list[str], time=None, selection=None) -> Frame:
     band = [b.clip(min=low, max=high) if low is not None or high is not None else b
             for b in band]
     return Frame(mean, *band, count, seeds, "mean")
+
+
+def _threshold_frame(ds, da, time, selection) -> Frame:
+    """A `sweep threshold` file's threshold: already a seed mean, its band the bootstrap
+    interval the file holds, over the number of seeds it was taken from."""
+    def picked(name):
+        other = select(ds[name], selection or {})
+        return other if "time" in da.dims or "time" not in other.dims else at_time(other, time)
+
+    return Frame(da, picked("threshold_low"), picked("threshold_high"), da.notnull(),
+                 int(ds.attrs.get("seeds", 1)), "threshold")
 
 
 def _median_frame(da, ran, seeds: int, t_max: float) -> Frame:

@@ -54,11 +54,11 @@ class Status:
 def status(config: Config, out: str | Path | None = None,
            shards: int | None = None) -> Status:
     """Completed, missing, failed and damaged jobs, and the shards of a K-task array to
-    rerun (K: `shards`, else that of the last `sweep submit` for this output). The parts are
-    those beside output.path; `out` names the merged dataset to report on."""
+    rerun (K: `shards`, else that of the last `sweep submit` for this output). `out` (default
+    output.path) is the results file, its parts beside it, as for `run` and `merge`."""
     from sweep.scheduling import scripts, survey
 
-    where = store(config)
+    where = store(config, out)
     found = survey.survey(expand(config), where)
     record = scripts.submitted(where.output) or {}
     k = shards or record.get("shards")
@@ -66,7 +66,7 @@ def status(config: Config, out: str | Path | None = None,
     lines = []
     if rerun and record.get("shards") == k and scripts.rerun_script(record, where.output).is_file():
         lines = scripts.rerun_lines(record, rerun, where.output)
-    merged = survey.merged_state(output(config, out), config.hash)
+    merged = survey.merged_state(where.output, config.hash)
     return Status(config, where, found, k, rerun, survey.array_spec(rerun), lines, merged)
 
 
@@ -79,14 +79,22 @@ class Submission:
     ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
     plan: object                    # sweep.scheduling.scripts.Plan: paths, logs, output
 
+    @property
+    def commands(self) -> list[str]:
+        """How the scripts are (or were) submitted: the array, then the merge job on it."""
+        from sweep.scheduling import scripts
+
+        return scripts.submit_lines(self.plan)
+
 
 def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
-           dry_run: bool = False) -> Submission:
+           dry_run: bool = False, env_lines: list[str] | None = None) -> Submission:
     """Write a job-array script of `shards` tasks and a merge job for the config's file,
     compile its kernels into the compile cache, and submit both (`sweep submit`); with
-    dry_run, only make the scripts. SchedulerError (a ConfigError) if the scheduler refuses."""
+    dry_run, only make the scripts. env_lines: shell lines both scripts run first
+    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses."""
     from sweep.scheduling import scripts
 
     training = not isinstance(config, Config)  # a training config: its tasks run sweep train
@@ -102,7 +110,7 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
                       "nothing to do", SweepWarning, stacklevel=2)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
                              output(config, out), shards, parallel, workers, scheduler_args,
-                             scheduler, "train" if training else "run")
+                             scheduler, "train" if training else "run", env_lines)
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import copy
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweep.config import grid, schema
+from sweep.config import grid, schema, usage
 from sweep.config.grid import Axis, Job, axes, expand
 from sweep.config.schema import Config
 from sweep.config.yamltext import apply_overrides
@@ -68,6 +69,11 @@ class Plan:
         """About how long the cold variants take to compile (once, then they are cached)."""
         return cold_compile_seconds(self.cold)
 
+    @property
+    def overridden(self) -> list[str]:
+        """The section values an axis overrides (`model.n = 8 overridden by grid.n`)."""
+        return usage.overridden(self.config, self.axes)
+
 
 def plan(config: Config, out: str | Path | None = None, workers: int | None = None) -> Plan:
     """Expand the grid and cost it: jobs, axes, flops, memory, time, kernels to compile.
@@ -79,6 +85,21 @@ def plan(config: Config, out: str | Path | None = None, workers: int | None = No
     return Plan(config, jobs, axes(config), estimate(jobs, config.output.positions), kernels,
                 [name for name in kernels if not cache.holds(name)], width,
                 output(config, out))
+
+
+def _check_parts(where: Store, jobs, force: bool) -> None:
+    """ConfigError if, with no results file yet, the parts folder holds jobs this config
+    does not have: another config (or --set variant) ran there, by shards or stopped before
+    its merge. The rule check_replaceable applies to a results file, applied to its parts."""
+    if force or os.path.lexists(where.output):
+        return  # a results file: check_replaceable has decided
+    ids = {job.id for job in jobs}
+    others = sum(job_id not in ids for job_id in where.index().jobs)
+    if others:
+        raise ConfigError(f"{where.dir}: holds the results of {others} job(s) that are not "
+                          "jobs of this config (another config or --set variant ran into "
+                          "this output); give this config its own file with --out (or "
+                          "output.path), or run it here anyway with --force")
 
 
 def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
@@ -176,6 +197,7 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
         merged = part is None and not only_failed
         if merged:
             check_replaceable(where.output, config, jobs, force)
+            _check_parts(where, jobs, force)
         width = preflight(config, todo, workers or shards.task_cpus(), merged)  # per kind
         if merged:
             # built once for the run and the merge: each pass over a grid rebuilds its jobs
@@ -229,11 +251,10 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
           force: bool = False) -> xarray.Dataset:
     """Assemble every completed job into one dataset, write it to `out` (default
     output.path) block by block (`sweep merge`) and return it opened from there, lazily (as
-    `run`). The parts are always those beside output.path (after `run(out=X)`, load the
-    config with overrides=["output.path=X"]). MissingJobs unless allow_missing (missing jobs are
-    then NaN, status -1); StoreError if the parts folder holds another config's parts in place
-    of this one's; ConfigError if the file at `out` holds another config's results, unless
-    force (storage.outputs.check_replaceable)."""
+    `run`). The parts are those beside `out`, as for `run(out=X)`. MissingJobs unless
+    allow_missing (missing jobs are then NaN, status -1); StoreError if the parts folder
+    holds another config's parts in place of this one's; ConfigError if the file at `out`
+    holds another config's results, unless force (storage.outputs.check_replaceable)."""
     from sweep.analysis.results import open_results
     from sweep.scheduling import survey
     from sweep.scheduling.signals import stop_on_signals
@@ -241,7 +262,8 @@ def merge(config: Config, out: str | Path | None = None, allow_missing: bool = F
     from sweep.storage.outputs import check_replaceable
 
     with stop_on_signals() as received:
-        where, jobs, target = store(config), expand(config), output(config, out)
+        where, jobs = store(config, out), expand(config)
+        target = where.output
         survey.check_not_edited(jobs, where)
         check_replaceable(target, config, jobs, force)
         preflight(config, jobs, 1, merged=True, warn=False)

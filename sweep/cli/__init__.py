@@ -40,8 +40,47 @@ def _flags_without_type(option_class) -> None:
 
 
 _flags_without_type(typer.core.TyperOption)
+# Click's exceptions, wherever this Typer takes Click from (its own copy since 0.2x)
+click = sys.modules[typer.BadParameter.__module__]
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
+
+class _OneLineGroup(typer.core.TyperGroup):
+    """Click's usage errors (a bad option value, an unknown option, a missing argument) as
+    one `error:` line naming the option and exit 2, like every other mistake, instead of a
+    usage box; `sweep CMD` alone still prints its help."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.NoArgsIsHelpError as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.UsageError as e:
+            fail(_usage_line(e), e.exit_code)
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            fail(e.format_message(), e.exit_code)
+            sys.exit(e.exit_code)
+        except typer.Abort:
+            _stopped("interrupted")
+            sys.exit(130)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_line(e) -> str:
+    """`--workers: Input should be ... (sweep run -h)`: the option first, as config errors
+    name their key first."""
+    text = e.format_message().removeprefix("Value error, ").rstrip(".")
+    param = getattr(e, "param", None)
+    if isinstance(e, click.BadParameter) and e.message and param is not None and param.opts:
+        text = f"{max(param.opts, key=len)}: {e.message.removeprefix('Value error, ')}"
+        text = text.rstrip(".")
+    return text + (f" ({e.ctx.command_path} -h)" if e.ctx and e.ctx.parent else "")
+
+
+app = typer.Typer(cls=_OneLineGroup, no_args_is_help=True, pretty_exceptions_enable=False,
                   rich_markup_mode="markdown",
                   context_settings={"help_option_names": ["-h", "--help"]},
                   help="Phase-diagram sweeper for self-attention particle dynamics.")
@@ -78,10 +117,6 @@ SetOpt = Annotated[list[str] | None, typer.Option(
 OutOpt = Annotated[Path | None, typer.Option(
     "--out", metavar="PATH", help="Results file (default: output.path of the config); the "
                                   "parts go beside it, in <out>.parts/.", readable=False)]
-MergedOpt = Annotated[Path | None, typer.Option(
-    "--out", metavar="PATH", help="Where the merged dataset is written (default: "
-    "output.path). The parts are always those beside output.path: after `run --out X`, pass "
-    "--set output.path=X.", readable=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON instead of tables.")]
 
 

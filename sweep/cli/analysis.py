@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import numpy as np
 import typer
 from rich.table import Table
 from rich.text import Text
@@ -14,6 +15,7 @@ from sweep import api
 from sweep.analysis.results import threshold_rows
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import JsonOpt, _summary, app, choices, fail, out, user_errors
+from sweep.config.schema import clip
 
 
 @app.command()
@@ -45,9 +47,11 @@ def show(results: Annotated[Path, typer.Argument(help="A results .nc file.", met
                     "numpy_version", "numba_version", "xarray_version"):
             if key in ds.attrs:
                 out.print(f"{key}: {ds.attrs[key]}", markup=False, soft_wrap=True)
-        if "sweep_config" in ds.attrs:
+        if "sweep_config" in ds.attrs:  # text in a file sweep wrote; anything in a crafted one
+            recorded = ds.attrs["sweep_config"]
+            text = recorded if isinstance(recorded, str) else f"(not text: {recorded!r})"
             out.print("config:")
-            out.print(ds.attrs["sweep_config"].rstrip(), markup=False, soft_wrap=True)
+            out.print(clip(text.rstrip(), 100_000), markup=False, soft_wrap=True)
 
 
 # ---------------------------------------------------------------- analysis: threshold, plot
@@ -236,7 +240,7 @@ def theory_equiangular(
     out.print(f"equiangular ODE, n = {n}, {model}, rho(0) = {rho0:g}: time t* at which "
               f"rho = 1 - {eps:g}")
     step = max(1, ds.sizes[dim] // 20)
-    rows = [(str(b), f"{t:.5g}") for b, t in zip(ds[dim].values[::step],
+    rows = [(_value(b), f"{t:.5g}") for b, t in zip(ds[dim].values[::step],
                                                   ds.t_boundary.values[::step])]
     header = [dim, "t*"]
     if model == "relu":  # time scales as 1/beta: beta t* is the number to compare
@@ -244,6 +248,11 @@ def theory_equiangular(
         rows = [(b, t, f"{float(b) * float(t):.5g}") for b, t in rows]
     _table(header, rows)
     _written(ds)
+
+
+def _value(v) -> str:
+    """A grid value as a table shows it: 1.05, not linspace's 1.0499999999999998."""
+    return f"{v:.10g}" if isinstance(v, (float, np.floating)) else str(v)
 
 
 @theory_app.command("kappa-c")

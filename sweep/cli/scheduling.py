@@ -12,7 +12,6 @@ from sweep import api
 from sweep.cli import (
     ConfigArg,
     JsonOpt,
-    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -29,14 +28,14 @@ Scheduler = choices("Scheduler", SCHEDULERS)
 
 
 @app.command()
-def status(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
+def status(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
            shards: Annotated[int | None, typer.Option(
                "--shards", min=1, metavar="K", help="K of the job array, for the list of "
                "shards to rerun (default: K of the last `sweep submit`).")] = None,
            as_json: JsonOpt = False):
     """Completed, missing and failed jobs, and the shards to rerun (exit 0 when it could tell).
 
-    The parts are those beside output.path; --out names the merged dataset to report on."""
+    --out is the results file, the parts beside it, as for `run` and `merge`."""
     with user_errors():
         st = api.status(_load(config, sets), path, shards)
     if as_json:
@@ -110,7 +109,11 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                    "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")] = None,
                workers: Annotated[int | None, typer.Option(
                    "--workers", min=1, metavar="N",
-                   help="Jobs at once in each task (default: its CPUs).")] = None):
+                   help="Jobs at once in each task (default: its CPUs).")] = None,
+               env_lines: Annotated[list[str] | None, typer.Option(
+                   "--env-line", metavar="LINE", help="A shell line both scripts run before "
+                   "sweep, e.g. `--env-line 'module load python/3.11'` or `--env-line "
+                   "'source ~/venv/bin/activate'` (repeatable).")] = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
     and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
@@ -120,10 +123,13 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     """
     with user_errors():
         done = api.submit(_load_any(config, sets), shards, path, parallel, workers,
-                          Scheduler(scheduler).value, scheduler_args, dry_run)
+                          Scheduler(scheduler).value, scheduler_args, dry_run, env_lines)
     if done.ids is None:
         for script, text in done.scripts.items():
             print(f"# ---- {script}\n{text}")
+        print("# ---- submitted with (ARRAY_ID: the id the first prints; the merge job waits "
+              "for the array to succeed)")
+        print("\n".join(done.commands))
         return
     out.print(f"array job {done.ids[0]}: {shards} task(s) over {done.jobs} job(s), logs in "
               f"{done.plan.logs}", markup=False, soft_wrap=True)

@@ -12,7 +12,6 @@ from sweep import api
 from sweep.cli import (
     ConfigArg,
     JsonOpt,
-    MergedOpt,
     OutOpt,
     SetOpt,
     _load,
@@ -39,7 +38,8 @@ def plan(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None, as_json: J
         for job in p.jobs:
             print(json.dumps({"index": job.index, "id": job.id, "parameters": job.params}))
         return
-    table = Table(title=f"{p.config.name}: {len(p.jobs)} job(s)")
+    table = Table(title=f"{p.config.name}: {len(p.jobs)} job(s)",
+                  caption="\n".join(p.overridden) or None, caption_justify="left")
     for col in ("axis", "size", "values"):
         table.add_column(col)
     for axis in p.axes:
@@ -109,10 +109,12 @@ def _job_line(job, outcome: JobOutcome) -> str | None:
 def _print_report(done: api.Outcome) -> None:
     report = done.report
     rate = report.completed / report.seconds if report.seconds > 0 else 0.0
-    share = report.kernel_share
-    inside = f", {100 * share:.0f}% of worker time integrating" if share is not None else ""
-    out.print(f"{report.completed} job(s) run in {report.seconds:.1f} s ({rate:.1f} jobs/s"
-              f"{inside}), "
+    share, integrating = report.kernel_share, sum(report.inside)
+    inside = (f"; kernel rate {report.completed / integrating:.3g} jobs/s per worker, "
+              f"{100 * share:.0f}% of worker time integrating"
+              if share is not None and integrating > 0 else "")
+    out.print(f"{report.completed} job(s) run in {report.seconds:.1f} s (overall rate "
+              f"{rate:.3g} jobs/s, start-up, warm-up and waits included{inside}), "
               f"{report.skipped} skipped, {len(report.failed)} failed, "
               f"{len(report.nonfinite)} non-finite; parts in {done.store.dir}", soft_wrap=True,
               markup=False)
@@ -123,15 +125,15 @@ def _print_report(done: api.Outcome) -> None:
 
 
 @app.command("merge")
-def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: MergedOpt = None,
+def merge_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               allow_missing: Annotated[bool, typer.Option(
                   "--allow-missing", help="Fill jobs without results with NaN (status -1).")]
               = False,
               force: Annotated[bool, typer.Option(
                   "--force", help="Replace an output that holds another config's results.")]
               = False):
-    """Assemble all completed jobs (the parts beside output.path) into one dataset, written
-    to --out (after the shards of a job array)."""
+    """Assemble all completed jobs into one dataset (after the shards of a job array): the
+    parts beside --out (default output.path), as `run --out` wrote them, into --out."""
     with user_errors():
         cfg = _load(config, sets)
         api.merge(cfg, path, allow_missing, force)

@@ -34,24 +34,12 @@ from sweep.config.schema import (
     show,
     stable_json,
 )
+from sweep.config.usage import check_used
+from sweep.config.yamltext import suggest
 from sweep.errors import ConfigError
 
 MAX_JOBS = 1_000_000  # grid points one config may hold; split larger sweeps into configs
 SEED_RULE = make_rule(int, low=0)
-
-# Keys that another key's value leaves unused: (section, key) -> (the deciding key, which of
-# its values leave it unused, why). Sweeping such a key only repeats identical jobs.
-UNUSED_WHEN = {
-    ("model", "beta"): ("model.head_beta", lambda v: v is not None,
-                        "each head takes its beta from model.head_beta"),
-    ("init", "overlap"): ("init.kind", lambda v: v != "equiangular",
-                          "only init.kind: equiangular reads it"),
-    ("init", "clusters"): ("init.kind", lambda v: v != "clusters",
-                           "only init.kind: clusters reads it"),
-    ("init", "spread"): ("init.kind", lambda v: v != "clusters",
-                         "only init.kind: clusters reads it"),
-}
-
 
 @dataclass(frozen=True)
 class Axis:
@@ -103,8 +91,9 @@ def resolve(name: str, where: str) -> tuple[str | None, str]:
     if owners:
         raise ConfigError(f"{where}: {show(name)} is ambiguous, write one of "
                           + ", ".join(f"{s}.{name}" for s in owners))
-    raise ConfigError(f"{where}: unknown axis {show(name)} (a key of model, init or integrate, "
-                      "or seed)")
+    keys = [k for section in SECTIONS for k in _keys(section)] + ["seed"]
+    raise ConfigError(f"{where}: unknown axis {show(name)} ({suggest(name, keys)}a key "
+                      "of model, init or integrate, or seed)")
 
 
 def _keys(section: str) -> tuple[str, ...]:
@@ -216,28 +205,6 @@ def axes(config: Config) -> list[Axis]:
         out.append(Axis(("seed",), (None,), ((0,),)))
     check_used(config, out)
     return out
-
-
-def check_used(config: Config, grid: list[Axis]) -> None:
-    """Refuse settings no grid point uses: a section value that an axis of the same key
-    overrides, and a key that another key leaves unused at every grid point."""
-    swept = {(s, k): vals for a in grid for k, s, vals in zip(a.keys, a.sections, a.values)}
-    for section, key in swept:
-        if f"{section}.{key}" in config.given:
-            value = getattr(getattr(config, section), key)
-            raise ConfigError(
-                f"{section}.{key}: {show(value)} is never used, grid.{key} sweeps {key}; to fix "
-                f"{key} drop the axis (--set grid.{key}=null), or sweep other values with "
-                f"--set grid.{key}=[...]")
-    for (section, key), (decider, unused, why) in UNUSED_WHEN.items():
-        where = f"grid.{key}" if (section, key) in swept else f"{section}.{key}"
-        if (section, key) not in swept and where not in config.given:
-            continue
-        dsec, dkey = decider.split(".")
-        values = swept.get((dsec, dkey), (getattr(getattr(config, dsec), dkey),))
-        if all(unused(v) for v in values):
-            raise ConfigError(f"{where}: never used here, {why} ({decider}: "
-                              f"{show(values[0])}); drop {where}")
 
 
 # ---------------------------------------------------------------- jobs

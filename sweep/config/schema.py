@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from sweep.config.yamltext import apply_overrides, clip, read_yaml, show
+from sweep.config.yamltext import apply_overrides, clip, read_yaml, show, suggest
 from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, OBSERVABLES, parse_mask
 
@@ -282,7 +282,8 @@ def check_value(key: str, value: Any, rule: dict) -> Any:
         raise ConfigError(f"{key}: must fit in a 64-bit integer, got {show(value)}")
     if rule["choices"] is not None and value not in rule["choices"]:
         allowed = " | ".join(rule["choices"])
-        raise ConfigError(f"{key}: {show(value)} is not one of {allowed}")
+        hint = suggest(value, rule["choices"]).strip() if isinstance(value, str) else ""
+        raise ConfigError(f"{key}: {show(value)} is not one of {allowed}{'; ' * bool(hint)}{hint}")
     low, high = rule["low"], rule["high"]
     if low is not None and (value <= low if rule["low_open"] else value < low):
         raise ConfigError(f"{key}: must be {'>' if rule['low_open'] else '>='} {low}, "
@@ -311,7 +312,8 @@ def build_section(cls: type, raw: Any, where: str):
     known = {f.name: f for f in fields(cls)}
     for key in raw:
         if key not in known:
-            raise ConfigError(f"{where}.{clip(key)}: unknown key (allowed: {', '.join(known)})")
+            raise ConfigError(f"{where}.{clip(key)}: unknown key ({suggest(key, known)}allowed: "
+                              f"{', '.join(known)})")
     clean = {k: check_value(f"{where}.{k}", v, known[k].metadata) for k, v in raw.items()}
     return cls(**clean)
 
@@ -416,8 +418,8 @@ def from_dict(raw: dict, source: Path | None = None, overrides: tuple[str, ...] 
             raise TrainingConfig("training: a training config (sweep train CONFIG trains and "
                                  "observes it)")
         if key not in TOP_KEYS:
-            raise ConfigError(f"{clip(key)}: unknown top-level key (allowed: "
-                              f"{', '.join(TOP_KEYS)})")
+            raise ConfigError(f"{clip(key)}: unknown top-level key ("
+                              f"{suggest(key, TOP_KEYS)}allowed: {', '.join(TOP_KEYS)})")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError("name: required, a non-empty string naming the outputs")

@@ -31,12 +31,21 @@ def show(value: Any, width: int = 60) -> str:
     return clip(_SHORT.repr(value), width)
 
 
+def suggest(word: Any, options) -> str:
+    """`did you mean 'beta'? ` for a close match among `options` (difflib), else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(str(word)[:100], [str(o) for o in options], n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 def clip(text: str, width: int = 60) -> str:
     """text cut to `width` characters (a key or name quoted in a message)."""
     text = str(text)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
+NETCDF_MAGIC = (b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05")  # netCDF-4, classic
 MAX_CONFIG_BYTES = 2**24  # a config is a page of text; this only stops a runaway file
 _MERGE = "tag:yaml.org,2002:merge"
 
@@ -100,12 +109,17 @@ def parse_yaml(text: str) -> Any:
 def read_yaml(path: str | Path) -> dict:
     path = Path(path)
     try:
-        text = read_bytes(path, MAX_CONFIG_BYTES).decode("utf-8")
+        data = read_bytes(path, MAX_CONFIG_BYTES)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such config file") from None
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from None
     except UnicodeDecodeError:
+        if data.startswith(NETCDF_MAGIC):
+            raise ConfigError(f"{path}: a netCDF results file, not a config; `sweep show "
+                              f"{path}` says what it holds, `sweep run` takes the YAML config "
+                              "that made it") from None
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
         raw = parse_yaml(text)

@@ -143,6 +143,10 @@ class Cost:
     peak_mib: float  # the largest job's arrays
     seconds: float   # on one core, at a nominal rate, kernels compiled
 
+    def __repr__(self) -> str:  # what plan(...).cost shows in a notebook
+        return (f"Cost(work {self.gflop:.3g} GFLOP, peak memory per job {self.peak_mib:.3g} "
+                f"MiB, about {self.seconds:.3g} s on one core)")
+
 
 def job_flop(job: Job) -> float:
     """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops

@@ -27,7 +27,7 @@ from sweep.execution.outcomes import Done, JobOutcome
 from sweep.execution.resources import available_cpus
 from sweep.execution.simulate import Stopped, simulate_batch, warm_up
 from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
-from sweep.storage.locks import STALE_AFTER, JobLocks
+from sweep.storage.locks import JobLocks
 from sweep.storage.parts import part_name
 from sweep.storage.store import Store
 
@@ -72,6 +72,7 @@ class Hooks:
 
 
 WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
+WAIT_NOTICE = 60.0  # seconds between the lines saying what a waiting run waits for
 MAX_BATCH = 256  # jobs in one compiled call and one part file
 BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
 BATCH_BYTES = 64 * 2**20  # what the jobs of one batch hold at most (kernel.job_memory)
@@ -214,11 +215,8 @@ def _drain(pool, one, todo: list[list[Job]], stop, report: RunReport, hooks: Hoo
 
 
 def _waiting(busy: list[list[Job]], locks: JobLocks) -> str:
-    owners = sorted({f"{o.get('host')} pid {o.get('pid')}" for o in
-                     (locks.holder(part_name([j.id for j in b])) for b in busy) if o})
-    who = f" ({', '.join(owners[:3])}{', ...' if len(owners) > 3 else ''})" if owners else ""
-    return (f"{sum(map(len, busy))} job(s) are being computed by another run{who}; waiting "
-            f"for them (a lock not refreshed for {STALE_AFTER:.0f} s is broken)")
+    held = locks.describe([part_name([j.id for j in b]) for b in busy])
+    return f"waiting for {sum(map(len, busy))} job(s) another run is computing: {held}"
 
 
 def _lock(locks: JobLocks, name: str, store: Store) -> bool:
@@ -283,6 +281,7 @@ def _pass(pool, one, todo: list[list[Job]], stop, report: RunReport,
 def _await_others(busy: list[list[Job]], store: Store, locks: JobLocks, report: RunReport,
                   hooks: Hooks) -> list[list[Job]]:
     """Wait until another run finishes or abandons a batch it holds; return those to run."""
+    told = time.monotonic()
     while busy:
         ready, still = [], []
         for batch in busy:
@@ -300,6 +299,9 @@ def _await_others(busy: list[list[Job]], store: Store, locks: JobLocks, report: 
         if busy:
             hooks.tick()
             time.sleep(WAIT_POLL)
+            if time.monotonic() - told > WAIT_NOTICE:  # say it again: the wait may be long
+                hooks.notice(_waiting(busy, locks))
+                told = time.monotonic()
     return []
 
 

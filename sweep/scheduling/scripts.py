@@ -127,6 +127,7 @@ class Plan:
     numba_cache: Path
     scheduler: Scheduler = SLURM
     command: str = "run"          # or "train": the tasks of a training config (sweep train)
+    env_lines: tuple[str, ...] = ()  # shell lines before sweep runs (module load, source)
 
     @property
     def jobs_dir(self) -> Path:
@@ -164,17 +165,21 @@ def script_paths(output: str | Path, scheduler: Scheduler) -> tuple[Path, Path]:
 def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: int,
               parallel: int | None = None, workers: int | None = None,
               scheduler_args: list[str] | None = None, scheduler: str = "slurm",
-              command: str = "run") -> Plan:
+              command: str = "run", env_lines: list[str] | None = None) -> Plan:
     if scheduler not in SCHEDULERS:
         raise SchedulerError(f"--scheduler {scheduler}: one of {' | '.join(SCHEDULERS)}")
     for arg in scheduler_args or []:
         if "\n" in arg or not arg.startswith("-"):
             raise SchedulerError(f"--scheduler-arg {arg!r}: expected one option such as "
                                  "--time=02:00:00 (SLURM) or '-l walltime=02:00:00' (PBS)")
+    for line in env_lines or []:
+        if "\n" in line or "\r" in line or not line.strip():
+            raise SchedulerError(f"--env-line {line!r}: expected one shell line such as "
+                                 "'module load python/3.11'")
     cwd = Path.cwd()
     return Plan(name, (cwd / config).resolve(), tuple(sets), (cwd / output).resolve(), shards,
                 parallel, workers, tuple(scheduler_args or ()), cwd, cache.directory().resolve(),
-                SCHEDULERS[scheduler], command)
+                SCHEDULERS[scheduler], command, tuple(env_lines or ()))
 
 
 def _fill(template: str, plan: Plan, quote=shlex.quote, **more: object) -> str:
@@ -245,7 +250,7 @@ def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
     s = plan.scheduler
     directives = [_fill(d, plan, directive, name=name, log=log) for d in [*first, *s.head]]
     lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in directives + [*plan.scheduler_args]),
-             "set -eu", "",
+             "set -eu", *plan.env_lines, "",
              *(_fill(line, plan) for line in body if line.startswith("export")),
              f"export NUMBA_CACHE_DIR={shlex.quote(str(plan.numba_cache))}",
              *(_fill(line, plan) for line in body if not line.startswith("export")),
@@ -314,6 +319,15 @@ def submit(plan: Plan, config_hash: str) -> tuple[str, str]:
               "submitted": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     (plan.jobs_dir / "submitted.json").write_text(json.dumps(record, indent=1) + "\n")
     return array_id, merge_id
+
+
+def submit_lines(plan: Plan) -> list[str]:
+    """The commands `sweep submit` runs for the plan's scripts: the array, then the merge
+    job with the options that make it wait for the array to succeed."""
+    s, (array, merge) = plan.scheduler, plan.scripts
+    options = s.submit[1:]
+    depend = [shlex.quote(d.format(id="ARRAY_ID")) for d in s.depend]
+    return [_command(s, array, *options), _command(s, merge, *options, *depend)]
 
 
 def rerun_lines(record: dict, shards: list[int], output: str | Path) -> list[str]:

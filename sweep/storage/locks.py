@@ -232,6 +232,25 @@ class JobLocks:
             return None
         return owner
 
+    def describe(self, names: list[str], shown: int = 3) -> str:
+        """Who holds the locks `names` and how to clear them, for a run that waits on them:
+        `host pid N since 20:31:02 UTC (2 min ago), lock DIR/NAME.lock`."""
+        held = []
+        for name in names:
+            owner = self.holder(name)
+            if owner is not None and len(held) < shown:
+                since = owner.get("since")
+                when = (time.strftime(" since %H:%M:%S UTC", time.gmtime(since)) +
+                        f" ({(time.time() - since) / 60:.0f} min ago)"
+                        if isinstance(since, (int, float)) else "")
+                held.append(f"{owner.get('host')} pid {owner.get('pid')}{when}, lock "
+                            f"{self.path(name)}")
+        more = f"; {len(names) - len(held)} more" if len(names) > len(held) else ""
+        return (f"held by {'; '.join(held) or 'another run'}{more}. If no sweep runs as that "
+                f"pid on that host (a reused pid after kill -9, a crashed node), remove the "
+                f"lock files to go on now; a lock not refreshed for {STALE_AFTER:.0f} s is "
+                "broken by itself")
+
     def _heartbeat(self) -> None:
         while not self._quit.wait(HEARTBEAT):
             with self._mutex:

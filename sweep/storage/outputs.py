@@ -28,6 +28,7 @@ def check_replaceable(path: str | Path, config: Config, jobs, force: bool = Fals
     path = Path(path)
     if force or not os.path.lexists(path):
         return
+    dangling(path, "--out")
     found, text = written_by(path)
     if found == config.hash or text is not None and _jobs_within(text, config, jobs):
         return
@@ -36,6 +37,13 @@ def check_replaceable(path: str | Path, config: Config, jobs, force: bool = Fals
     raise ConfigError(f"{path}: {what}, not of this one (hash {config.hash}); give this "
                       "config its own file with --out (or output.path), or replace it with "
                       "--force")
+
+
+def dangling(path: Path, what: str) -> None:
+    """ConfigError if `path` is a symbolic link to nothing: say where it points."""
+    if path.is_symlink() and not path.exists():
+        raise ConfigError(f"{path}: a link to {clip(os.readlink(path), 200)}, which does not "
+                          f"exist; remove the link or give another {what}")
 
 
 def written_by(path: Path) -> tuple[str | None, str | None]:

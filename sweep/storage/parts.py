@@ -4,10 +4,13 @@ A run writes one part per batch (runner.py) as `<output stem>.parts/<name>.npz`,
 temporary name then renamed, so a killed run leaves only whole parts. A part holds, for its
 B jobs in order: ids [B], status [B] int8, wall_seconds [B], observables [B, n_saves, K]
 (the K series of output.observables; NaN for a failed job), positions [B, n, d] or
-[B, n_saves, n, d] when kept, and meta (JSON: the config hash, the version, each failed
-job's error). Its name is the job id for one job,
-else `<first id>.<digest of every id>`: the name says what the part holds (one under another
-name is foreign), and a batch's lock (locks.py) and part share it.
+[B, n_saves, n, d] when kept, meta (JSON: the config hash, the version, each failed
+job's error) and checksum: zlib.crc32 over every other array (name, dtype, shape, bytes),
+checked whenever a part is read whole (index, status, resume, merge); a part that fails it
+is damaged. Parts written before checksums existed have none and are read as before (the
+zip's CRC-32 of each member still catches bytes flipped on disk). Its name is the job id
+for one job, else `<first id>.<digest of every id>`: the name says what the part holds (one
+under another name is foreign), and a batch's lock (locks.py) and part share it.
 
 The index (`index.cache` in the same folder) keeps each part's size, mtime and headers (ids,
 status, errors), so that resume, `status` and `merge` place every job without opening every
@@ -23,6 +26,7 @@ import json
 import os
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,8 +42,7 @@ INDEX = "index.cache"
 # what each array of a part may be: (dtype kinds, shapes), None standing for any length
 HEADERS = {"meta": ("U", [()]), "ids": ("U", [(None,)]), "status": ("iu", [(None,)]),
            "wall_seconds": ("f", [(None,)]), "observables": ("f", [(None,) * 3]),
-           "positions": ("f", [(None,) * 3, (None,) * 4])}
-DATA = frozenset({"wall_seconds", "observables", "positions"})  # not read for the index
+           "positions": ("f", [(None,) * 3, (None,) * 4]), "checksum": ("u", [()])}
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
                 RecursionError)
 
@@ -64,11 +67,11 @@ def read_header(path: Path) -> Header:
     """A part's headers; StoreError if it is damaged or foreign (headers are checked before
     any data is read: a claimed huge shape, a FIFO or a folder in its place are damaged)."""
     try:
-        f = read_npz(path, HEADERS, shapes_only=DATA)
+        f = read_npz(path, HEADERS)
         meta, ids = json.loads(str(f["meta"])), tuple(str(i) for i in f["ids"])
         status = f["status"].astype(np.int8)
         st = os.stat(path)
-        problem = _mismatch(f, len(ids), status)
+        problem = _mismatch(f, len(ids), status) or unverified(f)
     except PermissionError as err:
         raise StoreError(f"{path}: cannot read result part ({err.strerror})") from None
     except _READ_ERRORS as err:
@@ -91,7 +94,7 @@ def read_header(path: Path) -> Header:
 def _mismatch(found: dict, count: int, status: np.ndarray) -> str:
     """Why the arrays of a part of `count` jobs do not fit together, or ''."""
     for name in ("status", "wall_seconds", "observables", "positions"):
-        shape = found[name].shape if name == "status" else found.get(name)
+        shape = found[name].shape if name in found else None
         if shape is not None and shape[0] != count:
             return f"{name} of shape {shape} for {count} job(s)"
     if "wall_seconds" not in found:
@@ -101,15 +104,35 @@ def _mismatch(found: dict, count: int, status: np.ndarray) -> str:
     return ""
 
 
+def checksum(arrays: dict) -> int:
+    """zlib.crc32 over every array of a part but its checksum, in name order: each one's
+    name, dtype, shape and bytes (so a changed value, shape or header is caught)."""
+    crc = 0
+    for name in sorted(set(arrays) - {"checksum"}):
+        a = np.asarray(arrays[name])
+        crc = zlib.crc32(f"{name}:{a.dtype.str}:{a.shape}:".encode(), crc)
+        crc = zlib.crc32(np.ascontiguousarray(a).tobytes(), crc)
+    return crc
+
+
+def unverified(arrays: dict) -> str:
+    """'checksum mismatch' if a part's arrays do not give the checksum it records, else ''
+    (a part without one, from before checksums, is taken as it is)."""
+    if "checksum" in arrays and int(arrays["checksum"]) != checksum(arrays):
+        return "checksum mismatch"
+    return ""
+
+
 def write_part(directory: Path, ids: list[str], arrays: dict, meta: dict) -> Header:
     """Write a part atomically (StoreError if the folder cannot take it); its Header."""
     name = part_name(ids)
     final, tmp = directory / f"{name}.npz", directory / f".{name}.{owner_tag()}.tmp"
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        members = {"meta": np.array(json.dumps(meta, default=str)), "ids": np.array(ids),
+                   **arrays}
         with open(tmp, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps(meta, default=str)),
-                     ids=np.array(ids), **arrays)
+            np.savez(f, **members, checksum=np.array(checksum(members), np.uint32))
         set_aside(final)
         os.replace(tmp, final)
         st = os.stat(final)
@@ -223,6 +246,9 @@ def _listing(directory: Path) -> list[tuple[str, int, int]]:
         entries = list(os.scandir(directory))
     except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as err:  # unreadable (another user's, chmod 000): say so, list nothing
+        raise StoreError(f"{directory}: cannot read the parts folder ({reason(err)}); its "
+                         "owner can open it (chmod u+rx), or give another --out") from None
     out = []
     for entry in entries:
         if entry.name.endswith(".npz") and not entry.name.startswith("."):

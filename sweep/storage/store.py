@@ -24,6 +24,7 @@ from sweep.config.schema import Config
 from sweep.errors import StoreError
 from sweep.kernels.codes import LAYER_SERIES, OBSERVABLES, STATUS_FAILED
 from sweep.storage.locks import owner_tag
+from sweep.storage.outputs import dangling
 from sweep.storage.parts import (
     HEADERS,
     Header,
@@ -34,6 +35,7 @@ from sweep.storage.parts import (
     reason,
     remove_abandoned,
     set_aside,
+    unverified,
     write_part,
 )
 
@@ -158,6 +160,8 @@ class Store:
             return f"{path}: damaged result part ({why})"
         if tuple(str(i) for i in arrays.get("ids", ())) != header.ids:
             return f"{path}: damaged result part (changed while read)"
+        if unverified(arrays):
+            return f"{path}: damaged result part ({unverified(arrays)})"
         return arrays
 
     def done(self, job: Job) -> bool:
@@ -203,6 +207,7 @@ class Store:
         if self.output.is_dir():
             raise StoreError(f"{self.output}: is a directory, expected a results file name")
         probe = self.dir / f".probe.{owner_tag()}.tmp"
+        dangling(self.dir, "--out")
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
             probe.write_bytes(b"sweep")

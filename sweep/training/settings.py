@@ -102,7 +102,8 @@ def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> Tr
     training = _section(section)
     grid, train_axes = raw.get("grid"), ()
     if isinstance(grid, dict):  # anything else: sweep.config.schema says what is wrong
-        train_axes = _axes(grid, section)
+        typed = {item.partition("=")[0].strip() for item in overrides}
+        train_axes = _axes(grid, section, typed)
         raw["grid"] = {k: v for k, v in grid.items() if _name(k) not in AXES}
     config = from_dict(raw, source, overrides)
     return TrainConfig(config, training, train_axes, _order(grid or {}))
@@ -137,7 +138,9 @@ def _section(raw) -> Training:
     return Training(**clean)
 
 
-def _axes(grid: dict, section: dict) -> tuple[Axis, ...]:
+def _axes(grid: dict, section: dict, typed: set[str]) -> tuple[Axis, ...]:
+    """The training axes; a training value an axis sweeps is the axis's default (as in the
+    model section), refused only when --set just gave it (`typed`)."""
     out = []
     for key, spec in grid.items():
         name = _name(key)
@@ -147,9 +150,9 @@ def _axes(grid: dict, section: dict) -> tuple[Axis, ...]:
                                   f"{', '.join(AXES)})")
             continue
         at = f"grid.{clip(key)}"
-        if name in section:
-            raise ConfigError(f"training.{name}: {show(section[name])} is never used, {at} "
-                              f"sweeps {name}; drop one of them")
+        if name in section and f"training.{name}" in typed:
+            raise ConfigError(f"training.{name}: {show(section[name])} from --set is never "
+                              f"used, {at} sweeps {name}; drop one of them")
         values, log = axis_values(spec, at)
         clean = tuple(check_value(f"{at}[{i}]", v, RULES[name]) for i, v in enumerate(values))
         if len(set(clean)) != len(clean):

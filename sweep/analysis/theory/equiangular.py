@@ -142,11 +142,18 @@ def _hermite_inverse(t, tk, uk, gk):
 
 # ---------------------------------------------------------------- the dataset behind the command
 
+MAX_SAVES = 10**7  # time points of one theory curve: a finer grid is a mistake
+
+
 def time_grid(t_max: float, save_every: float) -> np.ndarray:
     """0, save_every, ..., t_max (the last save at the multiple of save_every nearest t_max)."""
     t_max = values("t_max", t_max, strict=True)[0]
     step = values("save_every", save_every, strict=True)[0]
-    return np.arange(round(t_max / step) + 1) * step
+    count = t_max / step if t_max <= step * MAX_SAVES else math.inf
+    if not count <= MAX_SAVES:  # inf, or more points than any curve needs
+        raise ConfigError(f"save_every: {step:g} gives {count:.3g} points up to t_max "
+                          f"{t_max:g}; at most {MAX_SAVES:.0e} (give a larger --save-every)")
+    return np.arange(round(count) + 1) * step
 
 
 def beta_grid(start: float, stop: float, num: int) -> np.ndarray:

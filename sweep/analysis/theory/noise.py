@@ -35,11 +35,28 @@ CONVENTION = ("dX = P_X(v) dt + sqrt(2 D) dB with D = 1/kappa; Mun-Rosenzweig's 
               "K_# = kappa_c / 2 (their coupling K is kappa / 2: a time-scale convention)")
 
 
+# where the log-space Bessel series is accurate (sweep/analysis/theory/bessel.py) and cheap
+MAX_D, MAX_BETA = 1e6, 1e4
+
+
 def _check(beta: float, d: float) -> None:
-    if not d >= 2 or not math.isfinite(d):
-        raise ConfigError(f"d: must be >= 2, got {d}")
-    if not beta >= 0 or not math.isfinite(beta):
-        raise ConfigError(f"beta: must be finite and >= 0, got {beta}")
+    if not 2 <= d <= MAX_D:
+        raise ConfigError(f"d: must be in [2, {MAX_D:g}], got {d:g}")
+    if not 0 <= beta <= MAX_BETA:
+        raise ConfigError(f"beta: must be in [0, {MAX_BETA:g}] (where the Bessel series "
+                          f"is accurate), got {beta:g}")
+
+
+def _finite(log_value, beta: float, d: float) -> float:
+    """exp(log_value()), or a ConfigError where float64 cannot hold a step of it."""
+    try:
+        value = math.exp(log_value())
+    except (OverflowError, ValueError):
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise ConfigError(f"d, beta: at d = {d:g}, beta = {beta:g} the threshold is past "
+                          "what float64 holds (it overflows or underflows); give smaller values")
+    return value
 
 
 def _log_i_half_d(beta: float, d: float) -> float:
@@ -51,9 +68,8 @@ def kappa_c(beta: float, d: float) -> float:
     _check(beta, d)
     if beta == 0:
         return float(d)
-    log_mean = (math.lgamma(d / 2.0) + (d / 2.0 - 1.0) * math.log(2.0 / beta)
-                + _log_i_half_d(beta, d))
-    return math.exp(math.log(beta) - log_mean)
+    return _finite(lambda: math.log(beta) - math.lgamma(d / 2.0)
+                   - (d / 2.0 - 1.0) * math.log(2.0 / beta) - _log_i_half_d(beta, d), beta, d)
 
 
 def k_sharp(beta: float, d: float) -> float:
@@ -63,7 +79,8 @@ def k_sharp(beta: float, d: float) -> float:
     if beta == 0:
         return d / 2.0
     h = d / 2.0
-    return math.exp(h * math.log(beta / 2.0) - math.lgamma(h) - _log_i_half_d(beta, d))
+    return _finite(lambda: h * math.log(beta / 2.0) - math.lgamma(h) - _log_i_half_d(beta, d),
+                   beta, d)
 
 
 def beta_star(d: float) -> float:
