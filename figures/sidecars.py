@@ -285,6 +285,23 @@ def overlap_gap_fit() -> str:
     return "\n".join(lines) + "\n\n" + tail
 
 
+def staircase_table() -> str:
+    """The two-cluster merge's plateau lifetimes against the theory's rate (docs/analysis.md),
+    from figures/two-cluster-merge.json."""
+    facts = load("two-cluster-merge.json")
+    lines = ["| seed | initial gap g (theory's slope) | betas that merged | saddle time T | "
+             "slope of ln(beta T), T the saddle time | betas with plateau >= "
+             f"{facts['long']:g} | slope, T the plateau's duration |",
+             "|---|---|---|---|---|---|---|"]
+    for r in facts["seeds"]:
+        betas = f"{r['merged_betas'][0]:g}-{r['merged_betas'][-1]:g}"
+        times = f"{r['saddle_time'][0]:g} to {r['saddle_time'][-1]:g}"
+        long = f"{r['long_betas'][0]:g}-{r['long_betas'][-1]:g}"
+        lines.append(f"| {r['seed']} | {r['gap']:g} | {betas} | {times} | "
+                     f"{r['slope_saddle']:g} | {long} | {r['slope_duration']:g} |")
+    return "\n".join(lines) + "\n"
+
+
 def _peak(values: list) -> tuple[int, float]:
     """(the layer where values peak, their fall from there to the output)."""
     top = max(range(len(values)), key=lambda k: values[k])
@@ -345,6 +362,7 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
              "overlap-gap-table": overlap_gap_table, "overlap-gap-fit": overlap_gap_fit,
+             "staircase-table": staircase_table,
              "training-table": training_table, "training-prose": training_prose}
 
 

@@ -2,6 +2,9 @@
 whose plateaus are known, and on the two-cluster merge (configs/two-cluster-merge.yaml),
 whose energy plateau lasts T ~ e^{beta g} / (2 beta sin^2 theta_0), g the initial gap."""
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -103,3 +106,19 @@ def test_the_command_prints_the_plateaus_and_writes_them(merge, tmp_path):
     bad = invoke("plateaus", merge, "--var", "nonsense")
     assert bad.exit_code == 2 and "nonsense" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+def test_the_sidecar_script_remakes_the_committed_sidecar(merge, tmp_path):
+    steps, made = tmp_path / "p.nc", tmp_path / "s.json"
+    assert invoke("plateaus", merge, "--var", "energy", "-o", steps).exit_code == 0
+    subprocess.run([sys.executable, ROOT / "figures/staircase.py", merge, steps, made],
+                   check=True, capture_output=True)
+    facts = json.loads(made.read_text())
+    assert facts == json.loads((ROOT / "figures/two-cluster-merge.json").read_text())
+    # the statements of docs/analysis.md: each slope near the seed's gap
+    for r in facts["seeds"]:
+        assert r["slope_saddle"] == pytest.approx(r["gap"], rel=0.06)
+        assert r["slope_duration"] == pytest.approx(r["gap"], rel=0.1)
+        assert len(r["long_betas"]) >= 3 and all(t >= 50 for t, b in
+                                                zip(r["duration"], r["merged_betas"])
+                                                if b in r["long_betas"])
