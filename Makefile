@@ -77,7 +77,8 @@ FIG ?= figures
 PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
-           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/training.png
+           $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
+           $(FIG)/two-cluster-merge.json $(FIG)/training.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -92,7 +93,8 @@ figures: figure-files
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
-$(RES)/entropy-monotone.nc $(RES)/beta-scale.nc: \
+$(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
+$(RES)/two-cluster-merge.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -164,6 +166,23 @@ $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entrop
 # beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
 $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
 	$(PY) figures/beta_scale.py $< $@
+
+# The same question at a fixed overlap gap, the claim's premise (docs/models.md): 4 tight
+# clusters, inter_attention at t_max per beta_scale and d, the fitted decay rate against the
+# theory's; the figure and its sidecar FIG/overlap-gap.json from one rule, the tables of
+# docs/models.md rendered from the sidecar by sidecars.py.
+$(FIG)/overlap-gap.png: $(RES)/overlap-gap.nc figures/overlap_gap.py
+	$(PY) figures/overlap_gap.py $< $@
+
+# The energy staircase of two merging clusters (docs/analysis.md): `sweep plateaus` of the
+# sweep, then the sidecar FIG/two-cluster-merge.json (slopes of ln(beta T) against the gap),
+# rendered into docs/analysis.md by sidecars.py.
+$(RES)/two-cluster-merge.plateaus.nc: $(RES)/two-cluster-merge.nc sweep/analysis/plateaus.py
+	$(SWEEP) plateaus $< --var energy -o $@ > /dev/null
+
+$(FIG)/two-cluster-merge.json: $(RES)/two-cluster-merge.nc $(RES)/two-cluster-merge.plateaus.nc \
+		figures/staircase.py
+	$(PY) figures/staircase.py $< $(word 2,$^) $@
 
 # A noisy layer model's FFN trained on two tasks across lambda and D (docs/training.md): the
 # training sweep, then the figure and its sidecar FIG/training.json from one rule; the table

@@ -7,8 +7,8 @@ state, per beta_scale and dimension.
 A run's plateau is the longest-held n_groups >= 2 after n_groups first moves
 (sweep.analysis.results.plateau_span); inter_attention there is its median over the
 plateau's saves. Per cell: the seeds that reached a plateau, the median over them of the
-plateau's group count, its first time, how long it held (to t_max at most) and that median
-inter_attention; a cell where no seed
+plateau's group count, its first time, how long it held (to t_max at most), that median
+inter_attention and the median overlap_gap over the same saves; a cell where no seed
 formed two groups by t_max has none. figures/sidecars.py renders the table of docs/models.md
 from the sidecar (`make figures`).
 """
@@ -39,15 +39,17 @@ def cell(ds, scale: int, d, n: int) -> dict:
         span = plateau_span(groups, low=2)
         if span is not None:
             inter = runs.inter_attention.sel(seed=s).values[span]
+            gap = runs.overlap_gap.sel(seed=s).values[span]
             held = t[span.stop - 1] - t[span.start]
-            found.append((groups[span.start], t[span.start], held, np.median(inter)))
-    med = np.median(np.array(found), axis=0) if found else np.full(4, np.nan)
+            found.append((groups[span.start], t[span.start], held, np.median(inter),
+                          np.median(gap)))
+    med = np.median(np.array(found), axis=0) if found else np.full(5, np.nan)
     name = str(runs.beta_scale.item())
     return {"beta_scale": name, "d": int(d),
             "beta": _sig(float(runs.beta.item()) * BETA_FACTORS[name](int(d), n)),
             "plateaus": len(found), "seeds": int(runs.sizes["seed"]),
             "n_groups": _sig(med[0]), "from_time": _sig(med[1]), "held_for": _sig(med[2]),
-            "inter_attention": _sig(med[3])}
+            "inter_attention": _sig(med[3]), "overlap_gap": _sig(med[4])}
 
 
 def numbers(ds) -> dict:

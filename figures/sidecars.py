@@ -231,15 +231,75 @@ def beta_scale_table() -> str:
     (docs/models.md), from figures/beta-scale.json."""
     facts = load("beta-scale.json")
     lines = ["| beta_scale | d | effective beta | runs with a plateau | groups | from t | "
-             "held for | inter_attention |", "|---|---|---|---|---|---|---|---|"]
+             "held for | overlap_gap | inter_attention |", "|---|---|---|---|---|---|---|---|---|"]
     for r in facts["rows"]:
         if r["plateaus"]:
             rest = (f"{r['n_groups']:g} | {r['from_time']:g} | {r['held_for']:g} | "
-                    f"{r['inter_attention']:.2g}")
+                    f"{r['overlap_gap']:.2g} | {r['inter_attention']:.2g}")
         else:
-            rest = f"- | - | - | - (no two groups by t = {facts['t_max']:g})"
+            rest = f"- | - | - | - | - (no two groups by t = {facts['t_max']:g})"
         lines.append(f"| {r['beta_scale']} | {r['d']} | {r['beta']:g} | {r['plateaus']} of "
                      f"{r['seeds']} | {rest} |")
+    return "\n".join(lines) + "\n"
+
+
+def _range(x: dict, form: str = "{:.2g}") -> str:
+    return (f"{form.format(x['median'])} ({form.format(x['min'])} to "
+            f"{form.format(x['max'])})")
+
+
+def overlap_gap_table() -> str:
+    """Inter-cluster attention at t_max from tight clusters per beta_scale and d
+    (docs/models.md), from figures/overlap-gap.json: seed medians (ranges)."""
+    facts = load("overlap-gap.json")
+    lines = ["| beta_scale | d | effective beta | groups | overlap_gap | inter_attention |",
+             "|---|---|---|---|---|---|"]
+    for scale in facts["scales"]:
+        for r in scale["rows"]:
+            lines.append(f"| {scale['beta_scale']} | {r['d']} | {r['beta']:g} | "
+                         f"{_range(r['n_groups'], '{:g}')} | {_range(r['overlap_gap'])} | "
+                         f"{_range(r['inter_attention'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def overlap_gap_fit() -> str:
+    """The decay rates of ln inter_attention against the theory's (docs/models.md)."""
+    facts = load("overlap-gap.json")
+    lines = ["| beta_scale | rate in beta_eff, fitted | theory's rate | per run: r (theory 1) "
+             "| ln(measured / equiangular) |", "|---|---|---|---|---|"]
+    for s in facts["scales"]:
+        fitted, theory = (("-", "- (beta_eff fixed)") if s["rate_fitted"] is None
+                          else (f"{s['rate_fitted']:.3g}", f"{s['rate_theory']:.3g}"))
+        lo, hi = s["bounds"]
+        lines.append(f"| {s['beta_scale']} | {fitted} | {theory} | {s['per_run_r']:.3g} | "
+                     f"{lo:.3g} to {hi:.3g} |")
+    d = next(s for s in facts["scales"] if s["beta_scale"] == "d")["rows"]
+    tail = wrap(f"Under `d` the seed-median inter_attention falls from "
+                f"{d[0]['inter_attention']['median']:.2g} at d = {d[0]['d']} to "
+                f"{d[-1]['inter_attention']['median']:.2g} at d = {d[-1]['d']}, with the "
+                f"overlap gap's median between {min(r['overlap_gap']['median'] for r in d):.2g} "
+                f"and {max(r['overlap_gap']['median'] for r in d):.2g} and "
+                f"{min(r['n_groups']['min'] for r in d):g} to "
+                f"{max(r['n_groups']['max'] for r in d):g} groups. The theory's bounds for "
+                f"k = {facts['clusters']} clusters put ln(measured / equiangular) in "
+                f"[{facts['lower_bound']:.3g}, 0].")
+    return "\n".join(lines) + "\n\n" + tail
+
+
+def staircase_table() -> str:
+    """The two-cluster merge's plateau lifetimes against the theory's rate (docs/analysis.md),
+    from figures/two-cluster-merge.json."""
+    facts = load("two-cluster-merge.json")
+    lines = ["| seed | initial gap g (theory's slope) | betas that merged | saddle time T | "
+             "slope of ln(beta T), T the saddle time | betas with plateau >= "
+             f"{facts['long']:g} | slope, T the plateau's duration |",
+             "|---|---|---|---|---|---|---|"]
+    for r in facts["seeds"]:
+        betas = f"{r['merged_betas'][0]:g}-{r['merged_betas'][-1]:g}"
+        times = f"{r['saddle_time'][0]:g} to {r['saddle_time'][-1]:g}"
+        long = f"{r['long_betas'][0]:g}-{r['long_betas'][-1]:g}"
+        lines.append(f"| {r['seed']} | {r['gap']:g} | {betas} | {times} | "
+                     f"{r['slope_saddle']:g} | {long} | {r['slope_duration']:g} |")
     return "\n".join(lines) + "\n"
 
 
@@ -302,6 +362,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-probe-table": trained_probe_table,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
+             "overlap-gap-table": overlap_gap_table, "overlap-gap-fit": overlap_gap_fit,
+             "staircase-table": staircase_table,
              "training-table": training_table, "training-prose": training_prose}
 
 

@@ -43,6 +43,7 @@ def test_the_sidecar_script_on_a_reduced_run(tmp_path):
         if r["plateaus"]:
             assert r["n_groups"] >= 2 and 0 <= r["from_time"] <= 60
             assert 0 <= r["held_for"] <= 60 and 0 <= r["inter_attention"] <= 1
+            assert -2 <= r["overlap_gap"] <= 2
 
 
 def test_the_docs_statements_hold_for_the_committed_sidecar(facts):
@@ -59,6 +60,9 @@ def test_the_docs_statements_hold_for_the_committed_sidecar(facts):
         assert inter[scale, 8] < inter[scale, 4]
         larger = [inter[scale, d] for d in (16, 32) if facts[scale, d]["plateaus"]]
         assert larger and min(larger) >= inter[scale, 8]
+        # fragmentation: the plateau's gap shrinks as the effective beta grows from d = 8 on
+        gaps = [facts[scale, d]["overlap_gap"] for d in (8, 16, 32) if facts[scale, d]["plateaus"]]
+        assert len(gaps) >= 2 and all(b < a for a, b in zip(gaps, gaps[1:])), (scale, gaps)
     # d at d = 32 (beta = 32): no two groups in any run by t_max
     assert facts["d", 32]["plateaus"] == 0 and facts["d", 32]["inter_attention"] is None
     assert all(r["plateaus"] == r["seeds"] for key, r in facts.items() if key != ("d", 32))

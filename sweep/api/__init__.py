@@ -8,20 +8,21 @@
 
 One module per module of sweep/cli, each the library behind that module's commands:
 sweeping (load, plan, run, merge), scheduling (status, submit, compile_kernels), analysis
-(open_results, threshold, monotone, plot, theory), models (probe, extract), training
-(load_training, train). A command only parses its options and prints what comes back.
+(open_results, threshold, monotone, plateaus, plot, theory), models (probe, extract),
+training (load_training, train). A command only parses its options and prints what comes back.
 Errors are the exceptions of sweep.errors, whose message is the line the command prints.
 The pieces (a config, its jobs, its store) are made here from the config, never passed in
 separately, so a script cannot pair results with the wrong config. Loading and planning
 import neither Numba nor xarray; running and analysing import them when called.
 """
 
-from sweep.api.analysis import monotone, open_results, plot, theory, threshold
+from sweep.api.analysis import monotone, open_results, plateaus, plot, theory, threshold
 from sweep.api.models import extract, probe
 from sweep.api.scheduling import Status, Submission, compile_kernels, status, submit
 from sweep.api.sweeping import Outcome, Plan, execute, load, merge, plan, preflight, run, store
 from sweep.api.training import load_training, train
 
 __all__ = ["Outcome", "Plan", "Status", "Submission", "compile_kernels", "execute", "extract",
-           "load", "load_training", "merge", "monotone", "open_results", "plan", "plot",
-           "preflight", "probe", "run", "status", "store", "submit", "theory", "threshold", "train"]
+           "load", "load_training", "merge", "monotone", "open_results", "plan", "plateaus",
+           "plot", "preflight", "probe", "run", "status", "store", "submit", "theory", "threshold",
+           "train"]

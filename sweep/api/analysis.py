@@ -1,5 +1,6 @@
-"""Results, thresholds, monotonicity, figures and theory curves: the library behind `sweep
-show`, `threshold`, `monotone`, `plot` and `theory` (sweep/cli/analysis.py)."""
+"""Results, thresholds, monotonicity, plateaus, figures and theory curves: the library behind
+`sweep show`, `threshold`, `monotone`, `plateaus`, `plot` and `theory` (sweep/cli/analysis.py,
+sweep/cli/plateaus.py)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,28 @@ def monotone(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
     from sweep.analysis import monotonicity
 
     result = monotonicity.monotone(_dataset(ds), var, along)
+    if out is not None:
+        from sweep.storage.netcdf import write_dataset
+
+        write_dataset(result, out)
+    return result
+
+
+def plateaus(ds: xarray.Dataset | str | Path, var: str, along: str = "time",
+             tol: float = 1e-3, min_duration: float = 0.0,
+             out: str | Path | None = None) -> xarray.Dataset:
+    """Per grid point, the plateaus of `var` along `along` (the energy staircase of merging
+    clusters): `count`, and per plateau `level`, `start`, `end`, `duration`, with the
+    `saddle_time` between consecutive ones (`sweep plateaus`; out: also write it). tol: the
+    relative rate of change per unit of `along` below which the series is flat. Docs:
+    docs/analysis.md."""
+    from sweep.analysis import plateaus as found
+
+    return _written(found.plateaus(_dataset(ds), var, along, tol, min_duration), out)
+
+
+def _written(result: xarray.Dataset, out: str | Path | None) -> xarray.Dataset:
+    """result, also written to `out` unless it is None."""
     if out is not None:
         from sweep.storage.netcdf import write_dataset
 

@@ -6,8 +6,8 @@ sweep.errors become one line on stderr and the exit code `exit_code` gives (2 a 
 what was asked, 1 a failed job or unusable results, 128 + N a stop signal: 130 for Ctrl-C),
 SweepWarnings a `warning:` line. Here: the Typer app, the consoles, that mapping and the
 options several commands share; the commands live in sweeping (plan, run, merge),
-scheduling (status, submit, compile), analysis (show, threshold, plot, theory) and models
-(probe, extract), each registering on `app`.
+scheduling (status, submit, compile), analysis (show, threshold, plot, theory), plateaus
+(plateaus) and models (probe, extract), each registering on `app`.
 """
 
 from __future__ import annotations
@@ -233,4 +233,5 @@ def main() -> None:
 
 
 # Registration happens on import; this order is the order of `sweep --help`.
-from sweep.cli import sweeping, scheduling, analysis, models, training  # noqa: E402, F401, I001
+from sweep.cli import sweeping, scheduling, analysis, plateaus  # noqa: E402, F401, I001
+from sweep.cli import models, training  # noqa: E402, F401, I001
