@@ -198,4 +198,4 @@ def main() -> None:
 
 
 # Registration happens on import; this order is the order of `sweep --help`.
-from sweep.cli import sweeping, scheduling, analysis, models, training  # noqa: E402, F401, I001
+from sweep.cli import sweeping, refining, scheduling, analysis, models, training  # noqa: E402, F401, I001
