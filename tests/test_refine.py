@@ -126,18 +126,25 @@ def test_same_points_and_bits_whatever_workers_shards_or_resume(tmp_path):
     assert_same(again.dataset.load(), one)
 
 
-def test_samples_are_the_jobs_of_the_full_grid(tmp_path):
+def test_samples_are_jobs_of_the_full_grid_and_give_its_threshold(tmp_path):
+    """Bisection from 0, 4, 8 to 0.5 samples points of the grid at spacing 0.5: each sample
+    is that grid's job (same id, read not rerun), and the threshold is the grid's."""
     cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / "full.nc")}})
-    ds = api.refine(cfg, **ASK, seeds_per_point=4)
-    outcome = api.execute(cfg)  # the config's own grid: round 0 ran every job of it
-    assert outcome.report.completed == 0 and outcome.report.skipped == 24
+    ds = api.refine(cfg, **ASK)
+    full_cfg = config.from_dict({**CFG, "grid": {**CFG["grid"], "beta": {
+        "linspace": [0.0, 8.0, 17]}}, "output": {"path": str(tmp_path / "full.nc")}})
+    outcome = api.execute(full_cfg)
+    jobs = ds.sizes["sample"]
+    assert (outcome.report.skipped, outcome.report.completed) == (jobs, 17 * 2 * 4 - jobs)
     full = api.open_results(outcome.path)
-    first = ds.where(ds["round"] == 0, drop=True)
-    for k in range(first.sizes["sample"]):
-        point = {"beta": float(first.beta_sample[k]), "d": int(first.d_sample[k]),
-                 "seed": int(first.seed[k])}
+    for k in range(jobs):
+        point = {"beta": float(ds.beta_sample[k]), "d": int(ds.d_sample[k]),
+                 "seed": int(ds.seed[k])}
         expect = full.clustered_fraction.sel(**point).isel(time=-1)
-        assert float(first.clustered_fraction[k]) == float(expect)
+        assert float(ds.clustered_fraction[k]) == float(expect)
+    th = api.threshold(full, "clustered_fraction", along="beta", level=ASK["level"])
+    assert ds.settled.all()
+    np.testing.assert_array_equal(ds.threshold.values, th.threshold.values)
 
 
 @pytest.mark.parametrize("args,message", [
