@@ -270,6 +270,8 @@ def _value(job, part, ask: Question) -> float:
         return float(t_cluster(t, series["clustered_fraction"]))
     if ask.var == "max_clusters":
         return float(max_clusters(series["n_clusters"]))
+    if ask.time in (None, "final"):  # the last saved time, without an xarray per job
+        return float(series[ask.var][-1])
     da = xr.DataArray(series[ask.var], dims=("time",), coords={"time": t}, name=ask.var)
     return float(at_time(da, ask.time))
 
