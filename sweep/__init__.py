@@ -15,7 +15,8 @@ or matplotlib. Errors: sweep.errors. Walk-through: docs/python.md.
 from sweep._version import __version__
 
 _API = ("load", "plan", "run", "execute", "merge", "compile_kernels", "status", "submit",
-        "open_results", "threshold", "monotone", "plateaus", "plot", "probe", "extract", "train",
+        "open_results", "threshold", "refine", "monotone", "plateaus", "plot", "probe", "extract",
+        "train",
         "store", "Plan", "Outcome", "Status", "Submission")
 # former names, kept for one release: they warn and give the new function
 _RENAMED = {"open": "open_results", "compile": "compile_kernels"}

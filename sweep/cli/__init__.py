@@ -233,5 +233,5 @@ def main() -> None:
 
 
 # Registration happens on import; this order is the order of `sweep --help`.
-from sweep.cli import sweeping, scheduling, analysis, plateaus  # noqa: E402, F401, I001
+from sweep.cli import sweeping, refining, scheduling, analysis, plateaus  # noqa: E402, F401, I001
 from sweep.cli import models, training  # noqa: E402, F401, I001

@@ -1,0 +1,172 @@
+"""sweep refine: rounds planned from the values alone, run as ordinary jobs of the config, the
+same points and bits whatever the workers, shards or resume history; bad input in one line."""
+
+import numpy as np
+import pytest
+
+from helpers import invoke
+from sweep import api
+from sweep.analysis.refinement import Line, Rules, bracket, first_round, requests, tolerance
+from sweep.config import schema as config
+from sweep.config.grid import shard
+from sweep.errors import ConfigError
+from sweep.execution import runner
+from sweep.storage.store import Store
+
+# 2 dimensions x 3 betas x 4 seeds to start: at t = 4 the clustered fraction of n = 6 tokens
+# falls through 0.3 as beta grows (below beta = 1 for d = 2, near 2 for d = 3)
+CFG = {"name": "refine", "model": {"attention": "softmax", "d": 3, "n": 6},
+       "integrate": {"method": "euler", "dt": 0.1, "t_max": 4.0, "save_every": 0.5},
+       "grid": {"beta": [0.0, 4.0, 8.0], "d": [2, 3], "seed": {"range": [0, 4]}}}
+ASK = {"var": "clustered_fraction", "level": 0.3, "along": "beta", "tol": 0.5}
+
+
+def settle(truth, rules, xs, rounds=50):
+    """Run the planning against a known curve (value = truth(x, seed)) until settled."""
+    line, history = Line({}), []
+    plan = first_round(xs, rules)
+    for _ in range(rounds):
+        if not plan:
+            return line, history
+        for x, seeds in plan:
+            held = line.values.get(x, np.empty(0))
+            line.values[x] = np.concatenate([held, [truth(x, s) for s in seeds]])
+        history.append(plan)
+        plan = requests(line, rules)
+    raise AssertionError("did not settle")
+
+
+def test_rounds_narrow_the_bracket_to_the_tolerance_with_every_seed_at_its_ends():
+    rules = Rules(0.5, tolerance(0.25), tuple(range(8)), 2)
+    line, history = settle(lambda x, s: float(x >= 3.3 + 0.01 * s), rules, [0.0, 5.0, 10.0])
+    a, b = bracket(line, rules)
+    assert a <= 3.3 < b and b - a <= 0.25
+    assert len(line.values[a]) == len(line.values[b]) == 8
+    assert len(history) >= 5
+    # far from the crossing a point keeps the seeds it started with
+    assert len(line.values[0.0]) == len(line.values[10.0]) == 2
+    assert sum(len(s) for plan in history for _, s in plan) < 8 * 41  # a grid at 0.25
+
+
+def test_integer_and_log_axes_and_no_crossing():
+    ints = Rules(0.5, tolerance(0.1), (0, 1), 2, integer=True)
+    line, _ = settle(lambda x, s: float(x >= 37), ints, [2, 128])
+    assert bracket(line, ints) == (36, 37) and all(isinstance(x, int) for x in line.values)
+    logs = Rules(0.5, tolerance("5%"), (0, 1), 2, log=True)
+    line, history = settle(lambda x, s: float(x >= 0.03), logs, [1e-3, 1.0])
+    a, b = bracket(line, logs)
+    assert a < 0.03 <= b and b - a <= 0.05 * (a + b) / 2
+    assert history[1] == [(pytest.approx(10 ** -1.5), (0, 1))]  # the geometric midpoint
+    never, history = settle(lambda x, s: 0.0, ints, [0, 4])
+    assert bracket(never, ints) is None and len(history) == 1
+
+
+def test_tolerance_forms():
+    assert tolerance("2%").relative and tolerance("2%").value == pytest.approx(0.02)
+    assert not tolerance(0.1).relative and tolerance(0.1).met(1.0, 1.1)
+    for bad in ("0", "-1", "wide", "nan%"):
+        with pytest.raises(ConfigError, match="--tol"):
+            tolerance(bad)
+
+
+def refined(tmp_path, name, before=(), **options):
+    """The refinement after `before`: (job picker, workers) runs of round 0's jobs, then a
+    refine with `options`; returns (dataset loaded, Refinement)."""
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / f"{name}.nc")}})
+    for pick, workers in before:
+        first = api.refining._round_jobs(cfg, api.refining.question(
+            cfg, ASK["var"], 0.3, "beta", 0.5, None, None, None, "any"),
+            {c: first_round([0.0, 4.0, 8.0], _rules(cfg)) for c in [(0,), (1,)]})
+        runner.run(pick(first), Store(cfg), workers=workers)
+    done = api.refine_rounds(cfg, **ASK, **options)
+    return done.dataset.load(), done
+
+
+def _rules(cfg):
+    return api.refining.question(cfg, ASK["var"], 0.3, "beta", 0.5, None, None, None,
+                                 "any").rules
+
+
+def refined_by_shards(tmp_path, name, count):
+    """Every shard in turn, as separate processes would, until the refinement is written."""
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / f"{name}.nc")}})
+    for _ in range(20):
+        for i in range(count):
+            done = api.refine_rounds(cfg, **ASK, shard=(i, count), workers=1 + i % 2)
+            if done.dataset is not None:
+                return done.dataset.load(), done
+    raise AssertionError("shards never finished")
+
+
+def assert_same(a, b, case=""):
+    assert a.sizes == b.sizes, case
+    for name in [*a.data_vars, *a.coords]:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=f"{case} {name}")
+
+
+def test_same_points_and_bits_whatever_workers_shards_or_resume(tmp_path):
+    one, done = refined(tmp_path, "one", workers=1)
+    assert done.rounds >= 3 and done.jobs == one.sizes["sample"] == done.computed
+    assert int(one.settled.sum()) >= 1
+    found = one.threshold.values[np.isfinite(one.threshold.values)]
+    assert found.size and ((found > 0) & (found < 8)).all()
+    width = (one.bracket_high - one.bracket_low).values
+    assert (width[one.settled.values == 1] <= 1.0).all()
+    cases = {"two": refined(tmp_path, "two", workers=2),
+             "resumed": refined(tmp_path, "resumed", before=[(lambda j: j[:7], 1)], workers=2),
+             "sharded": refined(tmp_path, "sharded", before=[(lambda j: shard(j, 1, 3), 2)],
+                                workers=1),
+             "shards": refined_by_shards(tmp_path, "shards", 3)}
+    for name, (ds, _) in cases.items():
+        assert_same(ds, one, name)
+    assert cases["resumed"][1].computed == done.jobs - 7
+    again = api.refine_rounds(config.from_dict(
+        {**CFG, "output": {"path": str(tmp_path / "one.nc")}}), **ASK)
+    assert again.computed == 0 and again.jobs == done.jobs  # nothing computed twice
+    assert_same(again.dataset.load(), one)
+
+
+def test_samples_are_jobs_of_the_full_grid_and_give_its_threshold(tmp_path):
+    """Bisection from 0, 4, 8 to 0.5 samples points of the grid at spacing 0.5: each sample
+    is that grid's job (same id, read not rerun), and the threshold is the grid's."""
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / "full.nc")}})
+    ds = api.refine(cfg, **ASK)
+    full_cfg = config.from_dict({**CFG, "grid": {**CFG["grid"], "beta": {
+        "linspace": [0.0, 8.0, 17]}}, "output": {"path": str(tmp_path / "full.nc")}})
+    outcome = api.execute(full_cfg)
+    jobs = ds.sizes["sample"]
+    assert (outcome.report.skipped, outcome.report.completed) == (jobs, 17 * 2 * 4 - jobs)
+    full = api.open_results(outcome.path)
+    for k in range(jobs):
+        point = {"beta": float(ds.beta_sample[k]), "d": int(ds.d_sample[k]),
+                 "seed": int(ds.seed[k])}
+        expect = full.clustered_fraction.sel(**point).isel(time=-1)
+        assert float(ds.clustered_fraction[k]) == float(expect)
+    th = api.threshold(full, "clustered_fraction", along="beta", level=ASK["level"])
+    assert ds.settled.all()
+    np.testing.assert_array_equal(ds.threshold.values, th.threshold.values)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--var", "nope"], "--var 'nope': not a variable"),
+    (["--var", "clustered_fraction", "--level", "2"], "--level 2: clustered_fraction lies in"),
+    (["--var", "clustered_fraction", "--along", "n"], "--along 'n': not an axis of the grid"),
+    (["--var", "clustered_fraction", "--along", "time"], "--along time: not an axis"),
+    (["--var", "clustered_fraction", "--tol", "-1"], "--tol '-1'"),
+    (["--var", "clustered_fraction", "--seeds-per-point", "9"], "--seeds-per-point 9"),
+    (["--var", "t_cluster", "--time", "max"], "--time max: refine needs one number"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    path = tmp_path / "c.yaml"
+    path.write_text(config.from_dict({**CFG, "output": {"path": str(tmp_path / "r.nc")}})
+                    .to_yaml())
+    result = invoke("refine", path, *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and len(result.output.strip().splitlines()) == 1
+    assert not (tmp_path / "r.parts").exists()
+
+
+def test_python_api_names():
+    import sweep
+
+    assert sweep.refine is api.refine and "refine" in dir(sweep)
