@@ -54,8 +54,8 @@ def problem(raw, task="labels", step=0):
     blocks = layer_blocks(job)
     c = tasks.centres(job)
     x0, xi = tasks.draws(job, 0, step, tc.training.batch, c)
-    return (sweeping.initial_ffn(blocks, job.model.d), x0, xi, tasks.targets(task, x0, c),
-            sweeping.fixed_parts(blocks), job)
+    return (sweeping.initial_ffn(blocks, job.model.d), x0, xi,
+            tasks.readout(task, x0, c, job.model.beta), sweeping.fixed_parts(blocks), job)
 
 
 @pytest.mark.parametrize("task", tasks.TASKS)
@@ -127,6 +127,23 @@ def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, o
             np.testing.assert_array_equal(ds[name].sel(checkpoint=c).transpose(*want[name].dims),
                                           want[name], err_msg=name)
     assert (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight.isel(checkpoint=0)).all()
+
+
+@pytest.mark.parametrize("task", tasks.DISTRIBUTION)
+def test_zero_learning_rate_with_an_output_distribution_task_is_the_untrained_run(tmp_path,
+                                                                                  task):
+    raw = config({"qk": "gaussian", "heads": 2}, {"lr": 0.0, "task": task})
+    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
+    assert trained.exit_code == 0, trained.output
+    untrained = {k: v for k, v in raw.items() if k != "training"}
+    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
+    assert ran.exit_code == 0, ran.output
+    ds, want = load(tmp_path / "train" / "tiny.nc"), load(tmp_path / "u.nc")
+    for name in sweeping.COLUMNS:
+        for c in ds.checkpoint.values:
+            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).squeeze(drop=True),
+                                          want[name].squeeze(drop=True), err_msg=name)
+    assert (ds.eval_loss == ds.eval_loss.isel(checkpoint=0)).all()
 
 
 @pytest.mark.parametrize("ffn", ["gaussian", "mlp"])

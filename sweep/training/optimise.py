@@ -41,7 +41,7 @@ def train(job, training, atts, w0: np.ndarray):
     kept, loss = [w.copy()] if marks[0] == 0 else [], np.empty(training.steps)
     for s in range(training.steps):
         x0, xi = tasks.draws(job, training.seed, s, training.batch, c)
-        t = tasks.targets(training.task, x0, c)
+        t = tasks.readout(training.task, x0, c, m.beta)
         loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam)
         w = adam(w, g, state, training.lr) if training.optimizer == "adam" \
             else w - training.lr * g

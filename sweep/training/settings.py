@@ -167,6 +167,9 @@ def jobs(tc: TrainConfig) -> Jobs:
         if training.checkpoints > training.steps + 1:
             raise ConfigError(f"training.checkpoints: {training.checkpoints} checkpoints for "
                               f"{training.steps} steps (at most steps + 1)")
+        if training.task in ("energy", "entropy") and any(j.model.beta <= 0 for j in expanded):
+            raise ConfigError(f"model.beta: training.task {training.task} needs beta > 0 "
+                              f"(its kernel exp(beta <x_i, x_j>))")
     batch = max(t.batch for _, t in tc.points())
     check_memory(max((step_bytes(job.model, batch) for job in expanded), default=0))
     return expanded

@@ -32,9 +32,10 @@ from sweep.training import backprop, optimise, settings, tasks
 
 COLUMNS = {**SERIES, **LAYER_SERIES}
 EXTRA = {
-    "loss": ("objective on the step's batch before its update: mean_i (1 - <x_i^L, t_i>) "
-             "+ lambda sum_l |W_l|^2", "1"),
-    "eval_loss": ("task loss mean_i (1 - <x_i^L, t_i>) of the observed run's output", "1"),
+    "loss": ("objective on the step's batch before its update: the task loss + lambda "
+             "sum_l |W_l|^2", "1"),
+    "eval_loss": ("task loss of the observed run's output (mean_i (1 - <x_i^L, t_i>), or "
+                  "the output distribution's loss: spread, energy, entropy)", "1"),
     "ffn_weight": ("trained FFN matrix W_l of block l (v_i += W_l x_i, or the output matrix "
                    "W_2 of ffn: mlp)", "1"),
     "status": ("worst job status over the checkpoints (0 ok, 1 non-finite)", "1"),
@@ -77,12 +78,12 @@ def train_point(job, training) -> dict:
     w0 = initial_ffn(blocks, job.model.d)
     ws, loss = optimise.train(job, training, fixed_parts(blocks), w0)
     start = initial_state(job)
-    t = tasks.targets(training.task, start, tasks.centres(job))
+    loss_of = tasks.readout(training.task, start[None], tasks.centres(job), job.model.beta)
     obs, evals, status = [], [], 0
     for w in ws:
         result = simulate_layers(job, "final", blocks=with_ffn(blocks, w, w0))
         obs.append(result.observables)
-        evals.append(tasks.task_loss(unit(result.positions), t))
+        evals.append(loss_of(unit(result.positions)[None])[0])
         status = max(status, result.status)
     return {"obs": np.stack(obs), "loss": loss, "ffn_weight": ws,
             "eval_loss": np.array(evals), "status": status}
