@@ -347,3 +347,25 @@ def test_the_python_function_takes_a_dict_and_writes_the_dataset(tmp_path):
                      overrides=["training.steps=2", "training.checkpoints=2"])
     assert ds.sizes["step"] == 2 and (tmp_path / "tiny.nc").is_file()
     assert ds.encoding["source"] == str(tmp_path / "tiny.nc")
+
+
+def test_the_escape_depth_in_the_results_is_what_sweep_monotone_measures(tmp_path):
+    raw = config({"layers": 4}, {"task": "spread", "lr": 0.2, "lambda": 0.0})
+    assert invoke("train", write(tmp_path, raw), "-o", tmp_path).exit_code == 0
+    ds = load(tmp_path / "tiny.nc").isel(seed=0)
+    assert ds.escape_depth.dims == ("checkpoint",) and ds.attrs["escape_tol"] == 0.1
+    cos = ds.mean_cosine.values
+    peak = np.maximum.accumulate(cos, axis=-1)
+    np.testing.assert_array_equal(ds.peak_fall.values, (peak - cos).max(axis=-1))
+    shown = invoke("monotone", tmp_path / "tiny.nc", "--var", "mean_cosine", "--along", "layer",
+                   "-o", tmp_path / "m.nc")
+    assert shown.exit_code == 0 and "from its running peak" in shown.output, shown.output
+    m = load(tmp_path / "m.nc")
+    np.testing.assert_array_equal(m.escape_depth.isel(seed=0).values, ds.escape_depth.values)
+    for c, depth in enumerate(ds.escape_depth.values):
+        fell = peak[c] - cos[c] > 0.1
+        if not fell.any():
+            assert np.isnan(depth)
+        else:
+            first = int(np.argmax(fell))
+            assert cos[c, int(depth)] == peak[c, first] and depth <= first

@@ -370,3 +370,6 @@ def _print_monotone(result, total: dict, rows: int = 40) -> None:
         out.print(f"... {len(fell) - rows} more row(s); -o FILE keeps them all")
     out.print(f"{var} fell in {total['fell']} of {total['runs']} run(s)"
               + (f", worst relative fall {total['worst_fall']:.3g}" if total["fell"] else ""))
+    escaped = int(result.escape_depth.notnull().sum())
+    out.print(f"{var} fell by more than {result.attrs['escape_tol']:g} from its running peak "
+              f"in {escaped} run(s) (escape_depth: the {along} of that peak)")
