@@ -292,6 +292,71 @@ def training_prose() -> str:
         f"{max(falls['mean']):.2f} for mean.")
 
 
+SIGNATURE_FALL = 0.3  # the acceptance's fall from the peak, in mean cosine
+
+
+def _signature(run: dict) -> list[bool]:
+    """Per seed: the mean cosine rose to its peak at a layer >= 1 and fell from it by at
+    least SIGNATURE_FALL (the escape after clustering)."""
+    return [d is not None and d >= 1 and f >= SIGNATURE_FALL
+            for d, f in zip(run["escape_depth"], run["peak_fall"])]
+
+
+def train_phase_table() -> str:
+    """docs/training.md: per (lambda, D) of figures/train-phase.json, the escape depth and
+    fall from the peak of each seed, the seeds with the signature, the seed-mean peak and
+    output mean cosine, and the last block's share of the FFN norm."""
+    side = load("train-phase.json")
+    head = ["lambda", "D", "escape depth (per seed)", "fall from peak (per seed)",
+            "signature", "peak mean cosine (layer)", "output mean cosine untrained",
+            "trained", "last block's share of FFN norm"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        after = r["mean_cosine"]["after"]
+        top = max(range(len(after)), key=lambda k: after[k])
+        rows.append([f"{r['lambda']:g}", f"{r['noise']:g}",
+                     ", ".join("none" if d is None else f"{d:g}" for d in r["escape_depth"]),
+                     ", ".join(f"{f:.2f}" for f in r["peak_fall"]),
+                     f"{sum(_signature(r))} of {len(r['peak_fall'])}",
+                     f"{after[top]:.2f} ({top})", f"{r['mean_cosine']['before'][-1]:.2f}",
+                     f"{after[-1]:.2f}", f"{r['last_share']:.2f}"])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
+def train_phase_prose() -> str:
+    """docs/training.md: where the signature appears over (lambda, D) and where it does not."""
+    runs = load("train-phase.json")["runs"]
+    every = [r for r in runs if all(_signature(r))]
+    some = [r for r in runs if any(_signature(r)) and not all(_signature(r))]
+    calm = [r for r in runs if r["noise"] == 0]
+    stiff = [r for r in runs if r["lambda"] >= 0.1]
+
+    def cells(rs):
+        return ", ".join(f"({r['lambda']:g}, {r['noise']:g})" for r in rs) or "none"
+
+    def worst(rs):
+        return max(max(r["peak_fall"]) for r in rs)
+
+    def count(rs):
+        seeds = sum(len(r["peak_fall"]) for r in rs)
+        return f"{sum(sum(_signature(r)) for r in rs)} of {seeds} runs"
+
+    def ends(rs):
+        out = [r["mean_cosine"]["after"][-1] for r in rs]
+        return f"{min(out):.2f} to {max(out):.2f}"
+
+    shares = [r["last_share"] for r in every]
+    return wrap(
+        f"The signature (mean cosine rising to a peak at layer >= 1, then falling from it by "
+        f">= {SIGNATURE_FALL:g}) appears in every seed at (lambda, D) = {cells(every)}; in some "
+        f"seeds at {cells(some)}. At D = 0 it shows in {count(calm)} (largest fall from the "
+        f"peak {worst(calm):.2f}, output mean cosine {ends(calm)}); at lambda >= 0.1 in "
+        f"{count(stiff)} (largest fall {worst(stiff):.2f}). Where it appears in every seed, "
+        f"the last block holds "
+        f"{min(shares):.2f} to {max(shares):.2f} of the summed FFN norm (uniform: "
+        f"{1 / (len(runs[0]['mean_cosine']['after']) - 1):.2f}).")
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -301,7 +366,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-probe-table": trained_probe_table,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
-             "training-table": training_table, "training-prose": training_prose}
+             "training-table": training_table, "training-prose": training_prose,
+             "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose}
 
 
 def render(text: str) -> str:
