@@ -58,15 +58,14 @@ def problem(raw, task="labels", step=0):
             tasks.readout(task, x0, c, job.model.beta), sweeping.fixed_parts(blocks), job)
 
 
-@pytest.mark.parametrize("task", tasks.TASKS)
-@pytest.mark.parametrize("case", CASES)
-def test_gradients_match_central_differences_for_every_layer_and_entry(case, task):
+def check_gradient(case, task, reg=None):
     ws, x0, xi, t, atts, job = problem(config(CASES[case]), task)
     ws = ws + 0.3 * np.random.default_rng(5).standard_normal(ws.shape)  # off the start
     m = job.model
+    penalty = None if reg is None else tasks.regularizer(reg, 0.3, m.beta)
 
     def f(w):
-        return backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, 0.01)
+        return backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, 0.01, penalty)
 
     _, grad = f(ws)
     h, numeric = 1e-5, np.empty_like(ws)
@@ -76,6 +75,30 @@ def test_gradients_match_central_differences_for_every_layer_and_entry(case, tas
         numeric[idx] = (f(ws + e)[0] - f(ws - e)[0]) / (2 * h)
     assert np.abs(grad).min() > 1e-5  # every entry is checked relative to a real signal
     assert np.max(np.abs(numeric - grad) / np.abs(grad)) < 1e-6
+    return f(ws)[0]
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_central_differences_for_every_layer_and_entry(case, task):
+    check_gradient(case, task)
+
+
+@pytest.mark.parametrize("reg", ["energy", "cosine"])
+@pytest.mark.parametrize("case", CASES)
+def test_regularizer_gradients_match_central_differences(case, reg):
+    """The geometric penalty on the intermediate layers adds to the loss and its gradient
+    is right in every entry of every layer."""
+    assert check_gradient(case, "spread", reg) > check_gradient(case, "spread")
+
+
+def test_the_mean_cosine_penalty_is_the_mean_off_diagonal_cosine():
+    x = np.random.default_rng(2).standard_normal((2, 5, 3))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    gram = x @ x.transpose(0, 2, 1)
+    want = np.mean([(g.sum() - np.trace(g)) / 20 for g in gram])
+    assert tasks.mean_cosine(x, 1.0)[0] == pytest.approx(want, rel=1e-12)
+    assert tasks.regularizer("l2", 1.0, 1.0) is None and tasks.regularizer("cosine", 0, 1) is None
 
 
 def kernel_noise(job) -> np.ndarray:
@@ -129,10 +152,14 @@ def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, o
     assert (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight.isel(checkpoint=0)).all()
 
 
-@pytest.mark.parametrize("task", tasks.DISTRIBUTION)
-def test_zero_learning_rate_with_an_output_distribution_task_is_the_untrained_run(tmp_path,
-                                                                                  task):
-    raw = config({"qk": "gaussian", "heads": 2}, {"lr": 0.0, "task": task})
+NEW_OPTIONS = {**{task: {"task": task} for task in tasks.DISTRIBUTION},
+               **{f"regularizer {r}": {"regularizer": r, "mu": 0.5}
+                  for r in ("energy", "cosine")}}
+
+
+@pytest.mark.parametrize("option", NEW_OPTIONS)
+def test_zero_learning_rate_with_each_new_option_is_the_untrained_run(tmp_path, option):
+    raw = config({"qk": "gaussian", "heads": 2}, {"lr": 0.0, **NEW_OPTIONS[option]})
     trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
     assert trained.exit_code == 0, trained.output
     untrained = {k: v for k, v in raw.items() if k != "training"}
@@ -281,6 +308,9 @@ BAD = [
     ({"model": {"layers": None}}, "model.layers"),
     ({"init": {"kind": "uniform", "clusters": 4, "spread": 0.1}}, "init.kind: sweep train"),
     ({"model": {"mask": "causal"}}, "model.mask: sweep train needs mask: dense"),
+    ({"training": {"regularizer": "l1"}}, "training.regularizer: 'l1' is not one of l2 |"),
+    ({"training": {"mu": -0.5}}, "training.mu: must be >= 0"),
+    ({"training": {"task": "energy"}, "model": {"beta": 0.0}}, "model.beta: training.task energy"),
 ]
 
 

@@ -131,14 +131,18 @@ def forward(x0, atts, ws, alpha: float, noise: float, xi):
     return x, tapes
 
 
-def objective(ws, x0, xi, t, atts, alpha: float, noise: float, lam: float):
-    """(loss, gradient like ws): the task loss of x^L + lam sum_l |W_l|^2. t: the targets
-    [B, n, d] of a per-token task (mean_i (1 - <x_i^L, t_i>)), or a function x^L -> (loss,
-    gradient on x^L) (tasks.readout: any task)."""
+def objective(ws, x0, xi, t, atts, alpha: float, noise: float, lam: float, reg=None):
+    """(loss, gradient like ws): the task loss of x^L + lam sum_l |W_l|^2 (+ sum_{l < L}
+    reg(x^l), reg a function x -> (penalty, gradient on x): tasks.regularizer). t: the
+    targets [B, n, d] of a per-token task (mean_i (1 - <x_i^L, t_i>)), or a function x^L ->
+    (loss, gradient on x^L) (tasks.readout: any task)."""
     x, tapes = forward(x0, atts, ws, alpha, noise, xi)
-    task, g = t(x) if callable(t) else alignment(x, t)
+    total, g = t(x) if callable(t) else alignment(x, t)
     grads = np.empty_like(ws)
     for layer in reversed(range(len(ws))):
+        if reg is not None and layer + 1 < len(ws):  # x^{layer+1}: the input of the next
+            value, gx = reg(tapes[layer + 1][0])
+            total, g = total + value, g + gx
         g, grads[layer] = step_back(g, atts[layer], ws[layer], alpha, noise,
                                     xi[:, layer], tapes[layer])
-    return task + float(lam * np.sum(ws * ws)), grads + 2.0 * lam * ws
+    return total + float(lam * np.sum(ws * ws)), grads + 2.0 * lam * ws

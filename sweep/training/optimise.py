@@ -39,10 +39,12 @@ def train(job, training, atts, w0: np.ndarray):
     marks = checkpoint_steps(training.steps, training.checkpoints)
     w, state = w0.copy(), (np.zeros_like(w0), np.zeros_like(w0), [0])
     kept, loss = [w.copy()] if marks[0] == 0 else [], np.empty(training.steps)
+    reg = tasks.regularizer(training.regularizer, training.mu, m.beta)
     for s in range(training.steps):
         x0, xi = tasks.draws(job, training.seed, s, training.batch, c)
         t = tasks.readout(training.task, x0, c, m.beta)
-        loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam)
+        loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam,
+                                        reg)
         w = adam(w, g, state, training.lr) if training.optimizer == "adam" \
             else w - training.lr * g
         if s + 1 in marks:

@@ -15,7 +15,10 @@ sample, then the batch mean:
              energy attention increases (beta: the model's);
     entropy: -H, H = -(1/n) sum_i log((1/n) sum_j exp(beta (<x_i^L, x_j^L> - 1))), the
              kernel-density (pairwise) entropy of the output at concentration beta.
-Each loss comes with its gradient on x^L (the start of the backward pass).
+Each loss comes with its gradient on x^L (the start of the backward pass). A geometric
+regulariser (`training.regularizer`, weight `training.mu`) adds mu sum_{l=1}^{L-1} R(x^l)
+over the intermediate layers' tokens, R = E_beta (`energy`) or the mean cosine
+(1 / (n (n - 1))) sum_{i != j} <x_i, x_j> (`cosine`); `l2` adds none (the L2 penalty alone).
 
 Common random numbers: the draws of step s (inputs and the noise xi of every layer) depend
 on (training.seed, the job's seed, s) alone, so every lambda, D, task and learning rate of a
@@ -100,4 +103,28 @@ def entropy(x: np.ndarray, beta: float):
     return float(np.sum(np.log(s / n)) / (n * batch)), (c + c.transpose(0, 2, 1)) @ x
 
 
+def mean_cosine(x: np.ndarray, beta: float):
+    """Batch mean of (1 / (n (n - 1))) sum_{i != j} <x_i, x_j>."""
+    batch, n = x.shape[:2]
+    total = x.sum(axis=1, keepdims=True)
+    scale = 1.0 / (n * (n - 1) * batch)
+    value = (np.sum(total * total) - np.sum(x * x)) * scale
+    return float(value), 2.0 * scale * (total - x)
+
+
 LOSSES = {"spread": spread, "energy": energy, "entropy": entropy}
+REGULARIZERS = ("l2", "energy", "cosine")
+_GEOMETRIC = {"energy": energy, "cosine": mean_cosine}
+
+
+def regularizer(kind: str, mu: float, beta: float):
+    """The geometric penalty of one intermediate layer's tokens x [B, n, d]: x -> (mu
+    E_beta(x) or mu times their mean cosine, its gradient on x); None for l2 (the penalty
+    lambda sum_l |W_l|^2 alone) or mu = 0."""
+    if kind == "l2" or mu == 0:
+        return None
+
+    def penalty(x):
+        value, grad = _GEOMETRIC[kind](x, beta)
+        return mu * value, mu * grad
+    return penalty
