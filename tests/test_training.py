@@ -16,7 +16,7 @@ import yaml
 from helpers import invoke, load
 from sweep.execution.simulate import initial_state, layer_blocks, noise_key, simulate_layers
 from sweep.kernels.general.noise import normal
-from sweep.training import backprop, settings, sweeping, tasks
+from sweep.training import backprop, optimise, settings, sweeping, tasks
 
 BASE = {
     "name": "tiny",
@@ -58,9 +58,10 @@ def problem(raw, task="labels", step=0):
             tasks.readout(task, x0, c, job.model.beta), sweeping.fixed_parts(blocks), job)
 
 
-def check_gradient(case, task, reg=None):
+def check_gradient(case, task, reg=None, init=None):
     ws, x0, xi, t, atts, job = problem(config(CASES[case]), task)
-    ws = ws + 0.3 * np.random.default_rng(5).standard_normal(ws.shape)  # off the start
+    ws = ws + 0.3 * np.random.default_rng(5).standard_normal(ws.shape) if init is None else \
+        optimise.initial(init, 0.8, ws, 0, job.seed)  # off the start, or at an init
     m = job.model
     penalty = None if reg is None else tasks.regularizer(reg, 0.3, m.beta)
 
@@ -90,6 +91,52 @@ def test_regularizer_gradients_match_central_differences(case, reg):
     """The geometric penalty on the intermediate layers adds to the loss and its gradient
     is right in every entry of every layer."""
     assert check_gradient(case, "spread", reg) > check_gradient(case, "spread")
+
+
+@pytest.mark.parametrize("init", ["gaussian", "orthogonal", "antisymmetric"])
+def test_gradients_at_each_initialisation_match_central_differences(init):
+    check_gradient("gaussian qk and v, two heads", "labels", "cosine", init)
+
+
+def test_the_initialisations_have_their_shape_and_structure():
+    w0 = np.zeros((3, 4, 4))
+    q = optimise.initial("orthogonal", 2.0, w0, 0, 1)
+    np.testing.assert_allclose(q @ q.transpose(0, 2, 1), np.broadcast_to(4 * np.eye(4), q.shape),
+                               atol=1e-12)
+    a = optimise.initial("antisymmetric", 1.0, w0, 0, 1)
+    assert (a == -a.transpose(0, 2, 1)).all() and np.abs(a).max() > 0
+    wide = optimise.initial("orthogonal", 1.0, np.zeros((2, 3, 5)), 0, 1)
+    np.testing.assert_allclose(wide @ wide.transpose(0, 2, 1),
+                               np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-12)
+    g = optimise.initial("gaussian", 1.0, w0, 0, 1)
+    assert not (g == optimise.initial("gaussian", 1.0, w0, 0, 2)).all()  # the job's seed
+    assert (g == optimise.initial("gaussian", 1.0, w0, 0, 1)).all()
+    assert (optimise.initial("model", 1.0, w0 + 1, 0, 1) == 1).all()
+    assert not optimise.initial("zero", 1.0, w0 + 1, 0, 1).any()
+
+
+@pytest.mark.parametrize("init", ["gaussian", "orthogonal", "antisymmetric"])
+def test_zero_learning_rate_from_an_initialisation_is_the_run_of_those_matrices(tmp_path, init):
+    """One layer: the init's matrix, saved as model.ffn: W.npy, is the untrained run of
+    sweep run bit for bit."""
+    raw = config({"qk": "gaussian", "layers": 1, "ffn": "none"},
+                 {"lr": 0.0, "init": init, "init_scale": 0.7})
+    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
+    assert trained.exit_code == 0, trained.output
+    ds = load(tmp_path / "train" / "tiny.nc").isel(seed=0)
+    w = ds.ffn_weight.isel(checkpoint=0, block=0).values
+    assert np.abs(w).max() > 0 and (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight
+                                    .isel(checkpoint=0)).all()
+    np.save(tmp_path / "w.npy", w)
+    untrained = {k: v for k, v in raw.items() if k != "training"}
+    untrained["model"] = {**raw["model"], "ffn": str(tmp_path / "w.npy")}
+    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
+    assert ran.exit_code == 0, ran.output
+    want = load(tmp_path / "u.nc")
+    for name in sweeping.COLUMNS:
+        for c in ds.checkpoint.values:
+            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).squeeze(drop=True),
+                                          want[name].squeeze(drop=True), err_msg=name)
 
 
 def test_the_mean_cosine_penalty_is_the_mean_off_diagonal_cosine():
@@ -310,6 +357,9 @@ BAD = [
     ({"model": {"mask": "causal"}}, "model.mask: sweep train needs mask: dense"),
     ({"training": {"regularizer": "l1"}}, "training.regularizer: 'l1' is not one of l2 |"),
     ({"training": {"mu": -0.5}}, "training.mu: must be >= 0"),
+    ({"training": {"init": "eye"}}, "training.init: 'eye' is not one of model | zero"),
+    ({"training": {"init": "antisymmetric"}, "model": {"ffn": "mlp", "ffn_width": 5}},
+     "training.init: antisymmetric needs the square in-step FFN"),
     ({"training": {"task": "energy"}, "model": {"beta": 0.0}}, "model.beta: training.task energy"),
 ]
 

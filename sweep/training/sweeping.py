@@ -1,7 +1,8 @@
 """`sweep train`: every point of the grid (training axes x the layer-model jobs) trained and
 observed, in C order, into one dataset.
 
-Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero) and
+Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero), or
+those `training.init` draws, and
 is observed at every checkpoint by the layer-model run itself (simulate.simulate_layers,
 the code `sweep run` calls) with the checkpoint's matrices in place of the drawn ones; where
 training changed none, that is the config's own run, so with lr = 0 every checkpoint is the
@@ -76,7 +77,8 @@ def train_point(job, training) -> dict:
     eval_loss [C], status)."""
     blocks = layer_blocks(job)
     w0 = initial_ffn(blocks, job.model.d)
-    ws, loss = optimise.train(job, training, fixed_parts(blocks), w0)
+    start_w = optimise.initial(training.init, training.init_scale, w0, training.seed, job.seed)
+    ws, loss = optimise.train(job, training, fixed_parts(blocks), start_w)
     start = initial_state(job)
     loss_of = tasks.readout(training.task, start[None], tasks.centres(job), job.model.beta)
     obs, evals, status = [], [], 0
