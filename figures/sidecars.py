@@ -357,6 +357,56 @@ def train_phase_prose() -> str:
         f"{1 / (len(runs[0]['mean_cosine']['after']) - 1):.2f}).")
 
 
+T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306,
+        10: 2.262}  # Student t quantile 0.975 by number of seeds (degrees of freedom - 1)
+
+
+def _interval(values: list) -> str:
+    """'mean [low, high]': the seed mean and its 95% t interval."""
+    import statistics
+
+    mean = statistics.fmean(values)
+    half = T975[len(values)] * statistics.stdev(values) / len(values) ** 0.5
+    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+
+
+def train_regularizer_table() -> str:
+    """docs/training.md: per regulariser and mu (mu = 0: L2 alone), the task loss, the mean
+    cosine over the intermediate layers and at the output, seed means with 95% t intervals;
+    from figures/train-regularizer.json."""
+    side = load("train-regularizer.json")
+    head = ["regularizer", "mu", "task loss", "mean cosine, layers 1..L-1", "output"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        name = "none (L2 alone)" if r["mu"] == 0 else r["regularizer"]
+        rows.append([name, f"{r['mu']:g}", _interval(r["task_loss"]),
+                     _interval(r["intermediate_cosine"]), _interval(r["output_cosine"])])
+    seen, out = set(), []
+    for row in rows:  # mu = 0 is the same run under either regulariser: once
+        if tuple(row[1:]) not in seen:
+            seen.add(tuple(row[1:]))
+            out.append(row)
+    return "\n".join("| " + " | ".join(r) + " |" for r in out) + "\n"
+
+
+def train_init_table() -> str:
+    """docs/training.md: per init, the steps until the batch objective first reaches the
+    stated loss, the objective at step 0 and the final task loss (seed means, 95% t
+    intervals); from figures/train-init.json."""
+    side = load("train-init.json")
+    head = ["init", f"steps to objective <= {side['target']:g}", "objective at step 0",
+            "task loss after training", "per seed: steps"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        steps = r["steps_to_target"]
+        reached = [x for x in steps if x is not None]
+        rows.append([r["init"], _interval(reached) + (
+            f" ({len(steps) - len(reached)} never)" if len(reached) < len(steps) else ""),
+            _interval(r["first_loss"]), _interval(r["final_task_loss"]),
+            ", ".join("never" if x is None else str(x) for x in steps)])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -367,7 +417,9 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
              "training-table": training_table, "training-prose": training_prose,
-             "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose}
+             "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose,
+             "train-regularizer-table": train_regularizer_table,
+             "train-init-table": train_init_table}
 
 
 def render(text: str) -> str:

@@ -84,3 +84,39 @@ def test_no_escape_without_noise_nor_at_a_large_penalty(phase):
     calm = next(r for r in smallest if r["noise"] == 0)
     after = calm["mean_cosine"]["after"]
     assert after[1] < after[0] and after[-1] < 0.1
+
+
+def sidecar(name):
+    return json.loads((ROOT / "figures" / name).read_text())["runs"]
+
+
+def mean(values):
+    return sum(values) / len(values)
+
+
+def test_the_regularizers_keep_the_intermediate_layers_apart_at_no_worse_task_loss():
+    runs = sidecar("train-regularizer.json")
+    alone = next(r for r in runs if r["mu"] == 0)
+    for kind in ("energy", "cosine"):
+        mine = sorted((r for r in runs if r["regularizer"] == kind and r["mu"] > 0),
+                      key=lambda r: r["mu"])
+        inner = [mean(r["intermediate_cosine"]) for r in mine]
+        assert inner == sorted(inner, reverse=True)
+        assert inner[0] < mean(alone["intermediate_cosine"])
+        assert all(mean(r["task_loss"]) < mean(alone["task_loss"]) for r in mine)
+    top = {r["regularizer"]: mean(r["intermediate_cosine"]) for r in runs if r["mu"] == 0.1}
+    assert top["cosine"] < top["energy"]
+
+
+def test_a_symmetry_breaking_init_does_not_reach_the_stated_loss_sooner():
+    runs = {r["init"]: r for r in sidecar("train-init.json")}
+    zero = runs.pop("zero")
+    assert None not in zero["steps_to_target"]
+    for r in runs.values():
+        assert None not in r["steps_to_target"]
+        assert mean(r["first_loss"]) > max(zero["first_loss"])
+        assert mean(r["steps_to_target"]) > 3 * mean(zero["steps_to_target"])
+        assert abs(mean(r["final_task_loss"]) - mean(zero["final_task_loss"])) < 0.005
+    skew = runs["antisymmetric"]["steps_to_target"]
+    assert min(mean(skew) - mean(runs[k]["steps_to_target"]) for k in ("gaussian",
+                                                                        "orthogonal")) > -2
