@@ -121,22 +121,14 @@ def test_zero_learning_rate_from_an_initialisation_is_the_run_of_those_matrices(
     sweep run bit for bit."""
     raw = config({"qk": "gaussian", "layers": 1, "ffn": "none"},
                  {"lr": 0.0, "init": init, "init_scale": 0.7})
-    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
-    assert trained.exit_code == 0, trained.output
-    ds = load(tmp_path / "train" / "tiny.nc").isel(seed=0)
-    w = ds.ffn_weight.isel(checkpoint=0, block=0).values
+    ds = trained(tmp_path, raw)
+    w = ds.ffn_weight.isel(seed=0, checkpoint=0, block=0).values
     assert np.abs(w).max() > 0 and (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight
                                     .isel(checkpoint=0)).all()
     np.save(tmp_path / "w.npy", w)
     untrained = {k: v for k, v in raw.items() if k != "training"}
     untrained["model"] = {**raw["model"], "ffn": str(tmp_path / "w.npy")}
-    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
-    assert ran.exit_code == 0, ran.output
-    want = load(tmp_path / "u.nc")
-    for name in sweeping.COLUMNS:
-        for c in ds.checkpoint.values:
-            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).squeeze(drop=True),
-                                          want[name].squeeze(drop=True), err_msg=name)
+    assert_is_the_run(tmp_path, ds, untrained)
 
 
 def test_the_mean_cosine_penalty_is_the_mean_off_diagonal_cosine():
@@ -179,6 +171,31 @@ UNTRAINED = {"general kernel": {"qk": "gaussian", "heads": 2, "noise": None},
              "fixed features": {"ffn": "mlp", "ffn_width": 5, "noise": None}}
 
 
+def trained(tmp_path, raw):
+    done = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
+    assert done.exit_code == 0, done.output
+    return load(tmp_path / "train" / "tiny.nc")
+
+
+def assert_is_the_run(tmp_path, ds, untrained):
+    """Every observable of ds at every checkpoint is `sweep run` of `untrained`, bit for
+    bit."""
+    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
+    assert ran.exit_code == 0, ran.output
+    want = load(tmp_path / "u.nc")
+    for name in sweeping.COLUMNS:
+        for c in ds.checkpoint.values:
+            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).transpose(*want[name].dims),
+                                          want[name], err_msg=name)
+
+
+def trained_as_run(tmp_path, raw):
+    """sweep train of raw, checked to be sweep run of raw without its training section."""
+    ds = trained(tmp_path, raw)
+    assert_is_the_run(tmp_path, ds, {k: v for k, v in raw.items() if k != "training"})
+    return ds
+
+
 @pytest.mark.parametrize("model", UNTRAINED)
 @pytest.mark.parametrize("optimizer", settings.OPTIMIZERS)
 def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, optimizer, model):
@@ -186,16 +203,7 @@ def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, o
                  grid={"noise": [0.0, 0.05] if model == "general kernel" else [0.0],
                        "seed": [0, 1]})
     raw["model"].pop("noise")
-    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
-    assert trained.exit_code == 0, trained.output
-    untrained = {k: v for k, v in raw.items() if k != "training"}
-    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
-    assert ran.exit_code == 0, ran.output
-    ds, want = load(tmp_path / "train" / "tiny.nc"), load(tmp_path / "u.nc")
-    for name in sweeping.COLUMNS:
-        for c in ds.checkpoint.values:
-            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).transpose(*want[name].dims),
-                                          want[name], err_msg=name)
+    ds = trained_as_run(tmp_path, raw)
     assert (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight.isel(checkpoint=0)).all()
 
 
@@ -207,16 +215,7 @@ NEW_OPTIONS = {**{task: {"task": task} for task in tasks.DISTRIBUTION},
 @pytest.mark.parametrize("option", NEW_OPTIONS)
 def test_zero_learning_rate_with_each_new_option_is_the_untrained_run(tmp_path, option):
     raw = config({"qk": "gaussian", "heads": 2}, {"lr": 0.0, **NEW_OPTIONS[option]})
-    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
-    assert trained.exit_code == 0, trained.output
-    untrained = {k: v for k, v in raw.items() if k != "training"}
-    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
-    assert ran.exit_code == 0, ran.output
-    ds, want = load(tmp_path / "train" / "tiny.nc"), load(tmp_path / "u.nc")
-    for name in sweeping.COLUMNS:
-        for c in ds.checkpoint.values:
-            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).squeeze(drop=True),
-                                          want[name].squeeze(drop=True), err_msg=name)
+    ds = trained_as_run(tmp_path, raw)
     assert (ds.eval_loss == ds.eval_loss.isel(checkpoint=0)).all()
 
 
