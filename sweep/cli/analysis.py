@@ -340,7 +340,8 @@ def monotone_cmd(
             "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
         = "time",
         output: FileOut = None):
-    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall."""
+    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall;
+    the fall from the running peak and the escape depth (a fall of more than 0.1)."""
     from sweep.analysis.monotonicity import runs_that_fell
 
     with user_errors():
