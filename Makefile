@@ -78,7 +78,8 @@ PLOT := $(SWEEP) plot
 FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
-           $(FIG)/two-cluster-merge.json $(FIG)/training.png
+           $(FIG)/two-cluster-merge.json $(FIG)/training.png \
+           $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -187,12 +188,26 @@ $(FIG)/two-cluster-merge.json: $(RES)/two-cluster-merge.nc $(RES)/two-cluster-me
 # A noisy layer model's FFN trained on two tasks across lambda and D (docs/training.md): the
 # training sweep, then the figure and its sidecar FIG/training.json from one rule; the table
 # and paragraph of docs/training.md are rendered from the sidecar by `make figures`.
-$(RES)/train-escape.nc: configs/train-escape.yaml $(wildcard sweep/training/*.py) \
+# The same for the escape over (lambda, D) under the output-distribution task spread: FIG/
+# train-phase.png and FIG/train-phase.json (about two minutes); and the regulariser and
+# init sweeps below.
+$(RES)/train-escape.nc $(RES)/train-phase.nc $(RES)/train-regularizer.nc $(RES)/train-init.nc: \
+		$(RES)/train-%.nc: configs/train-%.yaml \
+		$(wildcard sweep/training/*.py) sweep/api/training.py sweep/analysis/monotonicity.py \
 		| $(VENV)/.installed
 	$(SWEEP) train $< -o $(RES) > /dev/null
 
 $(FIG)/training.png: $(RES)/train-escape.nc figures/training.py
 	$(PY) figures/training.py $< $@
+
+$(FIG)/train-phase.png: $(RES)/train-phase.nc figures/train_phase.py
+	$(PY) figures/train_phase.py $< $@
+
+# The regulariser and initialisation tables of docs/training.md: their sidecars (about a
+# minute and a half each).
+$(FIG)/train-regularizer.json $(FIG)/train-init.json: $(FIG)/train-%.json: $(RES)/train-%.nc \
+		figures/train_tables.py
+	$(PY) figures/train_tables.py $* $< $@
 
 # The integrators' boundary-time table of docs/integrators.md and its JSON (about 3 minutes).
 docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py sweep/kernels/general/*.py) \

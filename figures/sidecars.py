@@ -353,6 +353,121 @@ def training_prose() -> str:
         f"{max(falls['mean']):.2f} for mean.")
 
 
+SIGNATURE_FALL = 0.3  # the acceptance's fall from the peak, in mean cosine
+
+
+def _signature(run: dict) -> list[bool]:
+    """Per seed: the mean cosine rose to its peak at a layer >= 1 and fell from it by at
+    least SIGNATURE_FALL (the escape after clustering)."""
+    return [d is not None and d >= 1 and f >= SIGNATURE_FALL
+            for d, f in zip(run["escape_depth"], run["peak_fall"])]
+
+
+def train_phase_table() -> str:
+    """docs/training.md: per (lambda, D) of figures/train-phase.json, the escape depth and
+    fall from the peak of each seed, the seeds with the signature, the seed-mean peak and
+    output mean cosine, and the last block's share of the FFN norm."""
+    side = load("train-phase.json")
+    head = ["lambda", "D", "escape depth (per seed)", "fall from peak (per seed)",
+            "signature", "peak mean cosine (layer)", "output mean cosine untrained",
+            "trained", "last block's share of FFN norm"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        after = r["mean_cosine"]["after"]
+        top = max(range(len(after)), key=lambda k: after[k])
+        rows.append([f"{r['lambda']:g}", f"{r['noise']:g}",
+                     ", ".join("none" if d is None else f"{d:g}" for d in r["escape_depth"]),
+                     ", ".join(f"{f:.2f}" for f in r["peak_fall"]),
+                     f"{sum(_signature(r))} of {len(r['peak_fall'])}",
+                     f"{after[top]:.2f} ({top})", f"{r['mean_cosine']['before'][-1]:.2f}",
+                     f"{after[-1]:.2f}", f"{r['last_share']:.2f}"])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
+def train_phase_prose() -> str:
+    """docs/training.md: where the signature appears over (lambda, D) and where it does not."""
+    runs = load("train-phase.json")["runs"]
+    every = [r for r in runs if all(_signature(r))]
+    some = [r for r in runs if any(_signature(r)) and not all(_signature(r))]
+    calm = [r for r in runs if r["noise"] == 0]
+    stiff = [r for r in runs if r["lambda"] >= 0.1]
+
+    def cells(rs):
+        return ", ".join(f"({r['lambda']:g}, {r['noise']:g})" for r in rs) or "none"
+
+    def worst(rs):
+        return max(max(r["peak_fall"]) for r in rs)
+
+    def count(rs):
+        seeds = sum(len(r["peak_fall"]) for r in rs)
+        return f"{sum(sum(_signature(r)) for r in rs)} of {seeds} runs"
+
+    def ends(rs):
+        out = [r["mean_cosine"]["after"][-1] for r in rs]
+        return f"{min(out):.2f} to {max(out):.2f}"
+
+    shares = [r["last_share"] for r in every]
+    return wrap(
+        f"The signature (mean cosine rising to a peak at layer >= 1, then falling from it by "
+        f">= {SIGNATURE_FALL:g}) appears in every seed at (lambda, D) = {cells(every)}; in some "
+        f"seeds at {cells(some)}. At D = 0 it shows in {count(calm)} (largest fall from the "
+        f"peak {worst(calm):.2f}, output mean cosine {ends(calm)}); at lambda >= 0.1 in "
+        f"{count(stiff)} (largest fall {worst(stiff):.2f}). Where it appears in every seed, "
+        f"the last block holds "
+        f"{min(shares):.2f} to {max(shares):.2f} of the summed FFN norm (uniform: "
+        f"{1 / (len(runs[0]['mean_cosine']['after']) - 1):.2f}).")
+
+
+T975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306,
+        10: 2.262}  # Student t quantile 0.975 by number of seeds (degrees of freedom - 1)
+
+
+def _interval(values: list) -> str:
+    """'mean [low, high]': the seed mean and its 95% t interval."""
+    import statistics
+
+    mean = statistics.fmean(values)
+    half = T975[len(values)] * statistics.stdev(values) / len(values) ** 0.5
+    return f"{mean:.3f} [{mean - half:.3f}, {mean + half:.3f}]"
+
+
+def train_regularizer_table() -> str:
+    """docs/training.md: per regulariser and mu (mu = 0: L2 alone), the task loss, the mean
+    cosine over the intermediate layers and at the output, seed means with 95% t intervals;
+    from figures/train-regularizer.json."""
+    side = load("train-regularizer.json")
+    head = ["regularizer", "mu", "task loss", "mean cosine, layers 1..L-1", "output"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        name = "none (L2 alone)" if r["mu"] == 0 else r["regularizer"]
+        rows.append([name, f"{r['mu']:g}", _interval(r["task_loss"]),
+                     _interval(r["intermediate_cosine"]), _interval(r["output_cosine"])])
+    seen, out = set(), []
+    for row in rows:  # mu = 0 is the same run under either regulariser: once
+        if tuple(row[1:]) not in seen:
+            seen.add(tuple(row[1:]))
+            out.append(row)
+    return "\n".join("| " + " | ".join(r) + " |" for r in out) + "\n"
+
+
+def train_init_table() -> str:
+    """docs/training.md: per init, the steps until the batch objective first reaches the
+    stated loss, the objective at step 0 and the final task loss (seed means, 95% t
+    intervals); from figures/train-init.json."""
+    side = load("train-init.json")
+    head = ["init", f"steps to objective <= {side['target']:g}", "objective at step 0",
+            "task loss after training", "per seed: steps"]
+    rows = [head, ["---"] * len(head)]
+    for r in side["runs"]:
+        steps = r["steps_to_target"]
+        reached = [x for x in steps if x is not None]
+        rows.append([r["init"], _interval(reached) + (
+            f" ({len(steps) - len(reached)} never)" if len(reached) < len(steps) else ""),
+            _interval(r["first_loss"]), _interval(r["final_task_loss"]),
+            ", ".join("never" if x is None else str(x) for x in steps)])
+    return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -364,7 +479,10 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "beta-scale-table": beta_scale_table,
              "overlap-gap-table": overlap_gap_table, "overlap-gap-fit": overlap_gap_fit,
              "staircase-table": staircase_table,
-             "training-table": training_table, "training-prose": training_prose}
+             "training-table": training_table, "training-prose": training_prose,
+             "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose,
+             "train-regularizer-table": train_regularizer_table,
+             "train-init-table": train_init_table}
 
 
 def render(text: str) -> str:

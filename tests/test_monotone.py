@@ -70,6 +70,21 @@ def test_along_layer_of_a_probe_dataset():
                                    "worst_fall": pytest.approx(1 / 3)}]
 
 
+def test_escape_depth_is_the_peak_the_series_first_falls_from_beyond_the_tolerance():
+    signature = [0.39, 0.52, 0.61, 0.7, 0.78, 0.8, 0.83, 0.84, 0.85, 0.5, 0.07]
+    rising = [0.2, 0.3, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97, 0.98]
+    wobble = [0.2, 0.5, 0.45, 0.6, 0.6, 0.58, 0.7, 0.8, 0.9, 0.92, 0.9]  # falls <= 0.1
+    late = [0.2, 0.5, 0.5, 0.35, 0.36, 0.37, 0.38, 0.39, 0.2, 0.1, 0.0]  # first at 2
+    ds = xr.Dataset({"mean_cosine": (("seed", "layer"), [signature, rising, wobble, late])},
+                    coords={"seed": np.arange(4), "layer": np.arange(11)})
+    out = monotone(ds, "mean_cosine", along="layer")
+    np.testing.assert_allclose(out.peak_fall.values, [0.78, 0.0, 0.05, 0.5], atol=1e-12)
+    assert out.escape_depth.values[0] == 8 and out.escape_depth.values[3] == 2
+    assert np.isnan(out.escape_depth.values[1:3]).all() and out.attrs["escape_tol"] == 0.1
+    strict = monotone(ds, "mean_cosine", along="layer", tol=0.01)
+    assert strict.escape_depth.values[2] == 1  # 0.5 -> 0.45 exceeds 0.01
+
+
 def test_bad_requests_are_config_errors():
     ds = series([[1.0, 2.0]], kind=("seed", ["a"]))
     with pytest.raises(ConfigError, match="'nope'"):

@@ -16,7 +16,7 @@ import yaml
 from helpers import invoke, load
 from sweep.execution.simulate import initial_state, layer_blocks, noise_key, simulate_layers
 from sweep.kernels.general.noise import normal
-from sweep.training import backprop, settings, sweeping, tasks
+from sweep.training import backprop, optimise, settings, sweeping, tasks
 
 BASE = {
     "name": "tiny",
@@ -54,19 +54,19 @@ def problem(raw, task="labels", step=0):
     blocks = layer_blocks(job)
     c = tasks.centres(job)
     x0, xi = tasks.draws(job, 0, step, tc.training.batch, c)
-    return (sweeping.initial_ffn(blocks, job.model.d), x0, xi, tasks.targets(task, x0, c),
-            sweeping.fixed_parts(blocks), job)
+    return (sweeping.initial_ffn(blocks, job.model.d), x0, xi,
+            tasks.readout(task, x0, c, job.model.beta), sweeping.fixed_parts(blocks), job)
 
 
-@pytest.mark.parametrize("task", tasks.TASKS)
-@pytest.mark.parametrize("case", CASES)
-def test_gradients_match_central_differences_for_every_layer_and_entry(case, task):
+def check_gradient(case, task, reg=None, init=None):
     ws, x0, xi, t, atts, job = problem(config(CASES[case]), task)
-    ws = ws + 0.3 * np.random.default_rng(5).standard_normal(ws.shape)  # off the start
+    ws = ws + 0.3 * np.random.default_rng(5).standard_normal(ws.shape) if init is None else \
+        optimise.initial(init, 0.8, ws, 0, job.seed)  # off the start, or at an init
     m = job.model
+    penalty = None if reg is None else tasks.regularizer(reg, 0.3, m.beta)
 
     def f(w):
-        return backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, 0.01)
+        return backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, 0.01, penalty)
 
     _, grad = f(ws)
     h, numeric = 1e-5, np.empty_like(ws)
@@ -76,6 +76,68 @@ def test_gradients_match_central_differences_for_every_layer_and_entry(case, tas
         numeric[idx] = (f(ws + e)[0] - f(ws - e)[0]) / (2 * h)
     assert np.abs(grad).min() > 1e-5  # every entry is checked relative to a real signal
     assert np.max(np.abs(numeric - grad) / np.abs(grad)) < 1e-6
+    return f(ws)[0]
+
+
+@pytest.mark.parametrize("task", tasks.TASKS)
+@pytest.mark.parametrize("case", CASES)
+def test_gradients_match_central_differences_for_every_layer_and_entry(case, task):
+    check_gradient(case, task)
+
+
+@pytest.mark.parametrize("reg", ["energy", "cosine"])
+@pytest.mark.parametrize("case", CASES)
+def test_regularizer_gradients_match_central_differences(case, reg):
+    """The geometric penalty on the intermediate layers adds to the loss and its gradient
+    is right in every entry of every layer."""
+    assert check_gradient(case, "spread", reg) > check_gradient(case, "spread")
+
+
+@pytest.mark.parametrize("init", ["gaussian", "orthogonal", "antisymmetric"])
+def test_gradients_at_each_initialisation_match_central_differences(init):
+    check_gradient("gaussian qk and v, two heads", "labels", "cosine", init)
+
+
+def test_the_initialisations_have_their_shape_and_structure():
+    w0 = np.zeros((3, 4, 4))
+    q = optimise.initial("orthogonal", 2.0, w0, 0, 1)
+    np.testing.assert_allclose(q @ q.transpose(0, 2, 1), np.broadcast_to(4 * np.eye(4), q.shape),
+                               atol=1e-12)
+    a = optimise.initial("antisymmetric", 1.0, w0, 0, 1)
+    assert (a == -a.transpose(0, 2, 1)).all() and np.abs(a).max() > 0
+    wide = optimise.initial("orthogonal", 1.0, np.zeros((2, 3, 5)), 0, 1)
+    np.testing.assert_allclose(wide @ wide.transpose(0, 2, 1),
+                               np.broadcast_to(np.eye(3), (2, 3, 3)), atol=1e-12)
+    g = optimise.initial("gaussian", 1.0, w0, 0, 1)
+    assert not (g == optimise.initial("gaussian", 1.0, w0, 0, 2)).all()  # the job's seed
+    assert (g == optimise.initial("gaussian", 1.0, w0, 0, 1)).all()
+    assert (optimise.initial("model", 1.0, w0 + 1, 0, 1) == 1).all()
+    assert not optimise.initial("zero", 1.0, w0 + 1, 0, 1).any()
+
+
+@pytest.mark.parametrize("init", ["gaussian", "orthogonal", "antisymmetric"])
+def test_zero_learning_rate_from_an_initialisation_is_the_run_of_those_matrices(tmp_path, init):
+    """One layer: the init's matrix, saved as model.ffn: W.npy, is the untrained run of
+    sweep run bit for bit."""
+    raw = config({"qk": "gaussian", "layers": 1, "ffn": "none"},
+                 {"lr": 0.0, "init": init, "init_scale": 0.7})
+    ds = trained(tmp_path, raw)
+    w = ds.ffn_weight.isel(seed=0, checkpoint=0, block=0).values
+    assert np.abs(w).max() > 0 and (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight
+                                    .isel(checkpoint=0)).all()
+    np.save(tmp_path / "w.npy", w)
+    untrained = {k: v for k, v in raw.items() if k != "training"}
+    untrained["model"] = {**raw["model"], "ffn": str(tmp_path / "w.npy")}
+    assert_is_the_run(tmp_path, ds, untrained)
+
+
+def test_the_mean_cosine_penalty_is_the_mean_off_diagonal_cosine():
+    x = np.random.default_rng(2).standard_normal((2, 5, 3))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    gram = x @ x.transpose(0, 2, 1)
+    want = np.mean([(g.sum() - np.trace(g)) / 20 for g in gram])
+    assert tasks.mean_cosine(x, 1.0)[0] == pytest.approx(want, rel=1e-12)
+    assert tasks.regularizer("l2", 1.0, 1.0) is None and tasks.regularizer("cosine", 0, 1) is None
 
 
 def kernel_noise(job) -> np.ndarray:
@@ -109,6 +171,31 @@ UNTRAINED = {"general kernel": {"qk": "gaussian", "heads": 2, "noise": None},
              "fixed features": {"ffn": "mlp", "ffn_width": 5, "noise": None}}
 
 
+def trained(tmp_path, raw):
+    done = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
+    assert done.exit_code == 0, done.output
+    return load(tmp_path / "train" / "tiny.nc")
+
+
+def assert_is_the_run(tmp_path, ds, untrained):
+    """Every observable of ds at every checkpoint is `sweep run` of `untrained`, bit for
+    bit."""
+    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
+    assert ran.exit_code == 0, ran.output
+    want = load(tmp_path / "u.nc")
+    for name in sweeping.COLUMNS:
+        for c in ds.checkpoint.values:
+            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).transpose(*want[name].dims),
+                                          want[name], err_msg=name)
+
+
+def trained_as_run(tmp_path, raw):
+    """sweep train of raw, checked to be sweep run of raw without its training section."""
+    ds = trained(tmp_path, raw)
+    assert_is_the_run(tmp_path, ds, {k: v for k, v in raw.items() if k != "training"})
+    return ds
+
+
 @pytest.mark.parametrize("model", UNTRAINED)
 @pytest.mark.parametrize("optimizer", settings.OPTIMIZERS)
 def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, optimizer, model):
@@ -116,17 +203,20 @@ def test_zero_learning_rate_reproduces_the_untrained_run_bit_for_bit(tmp_path, o
                  grid={"noise": [0.0, 0.05] if model == "general kernel" else [0.0],
                        "seed": [0, 1]})
     raw["model"].pop("noise")
-    trained = invoke("train", write(tmp_path, raw), "-o", tmp_path / "train")
-    assert trained.exit_code == 0, trained.output
-    untrained = {k: v for k, v in raw.items() if k != "training"}
-    ran = invoke("run", write(tmp_path, untrained, "u.yaml"), "--out", tmp_path / "u.nc")
-    assert ran.exit_code == 0, ran.output
-    ds, want = load(tmp_path / "train" / "tiny.nc"), load(tmp_path / "u.nc")
-    for name in sweeping.COLUMNS:
-        for c in ds.checkpoint.values:
-            np.testing.assert_array_equal(ds[name].sel(checkpoint=c).transpose(*want[name].dims),
-                                          want[name], err_msg=name)
+    ds = trained_as_run(tmp_path, raw)
     assert (ds.ffn_weight.isel(checkpoint=-1) == ds.ffn_weight.isel(checkpoint=0)).all()
+
+
+NEW_OPTIONS = {**{task: {"task": task} for task in tasks.DISTRIBUTION},
+               **{f"regularizer {r}": {"regularizer": r, "mu": 0.5}
+                  for r in ("energy", "cosine")}}
+
+
+@pytest.mark.parametrize("option", NEW_OPTIONS)
+def test_zero_learning_rate_with_each_new_option_is_the_untrained_run(tmp_path, option):
+    raw = config({"qk": "gaussian", "heads": 2}, {"lr": 0.0, **NEW_OPTIONS[option]})
+    ds = trained_as_run(tmp_path, raw)
+    assert (ds.eval_loss == ds.eval_loss.isel(checkpoint=0)).all()
 
 
 @pytest.mark.parametrize("ffn", ["gaussian", "mlp"])
@@ -263,6 +353,12 @@ BAD = [
     ({"model": {"layers": None}}, "model.layers"),
     ({"init": {"kind": "uniform", "clusters": 4, "spread": 0.1}}, "init.kind: sweep train"),
     ({"model": {"mask": "causal"}}, "model.mask: sweep train needs mask: dense"),
+    ({"training": {"regularizer": "l1"}}, "training.regularizer: 'l1' is not one of l2 |"),
+    ({"training": {"mu": -0.5}}, "training.mu: must be >= 0"),
+    ({"training": {"init": "eye"}}, "training.init: 'eye' is not one of model | zero"),
+    ({"training": {"init": "antisymmetric"}, "model": {"ffn": "mlp", "ffn_width": 5}},
+     "training.init: antisymmetric needs the square in-step FFN"),
+    ({"training": {"task": "energy"}, "model": {"beta": 0.0}}, "model.beta: training.task energy"),
 ]
 
 
@@ -343,3 +439,25 @@ def test_the_python_function_takes_a_dict_and_writes_the_dataset(tmp_path):
                      overrides=["training.steps=2", "training.checkpoints=2"])
     assert ds.sizes["step"] == 2 and (tmp_path / "tiny.nc").is_file()
     assert ds.encoding["source"] == str(tmp_path / "tiny.nc")
+
+
+def test_the_escape_depth_in_the_results_is_what_sweep_monotone_measures(tmp_path):
+    raw = config({"layers": 4}, {"task": "spread", "lr": 0.2, "lambda": 0.0})
+    assert invoke("train", write(tmp_path, raw), "-o", tmp_path).exit_code == 0
+    ds = load(tmp_path / "tiny.nc").isel(seed=0)
+    assert ds.escape_depth.dims == ("checkpoint",) and ds.attrs["escape_tol"] == 0.1
+    cos = ds.mean_cosine.values
+    peak = np.maximum.accumulate(cos, axis=-1)
+    np.testing.assert_array_equal(ds.peak_fall.values, (peak - cos).max(axis=-1))
+    shown = invoke("monotone", tmp_path / "tiny.nc", "--var", "mean_cosine", "--along", "layer",
+                   "-o", tmp_path / "m.nc")
+    assert shown.exit_code == 0 and "from its running peak" in shown.output, shown.output
+    m = load(tmp_path / "m.nc")
+    np.testing.assert_array_equal(m.escape_depth.isel(seed=0).values, ds.escape_depth.values)
+    for c, depth in enumerate(ds.escape_depth.values):
+        fell = peak[c] - cos[c] > 0.1
+        if not fell.any():
+            assert np.isnan(depth)
+        else:
+            first = int(np.argmax(fell))
+            assert cos[c, int(depth)] == peak[c, first] and depth <= first

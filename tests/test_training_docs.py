@@ -47,3 +47,76 @@ def test_a_larger_penalty_weakens_the_effect(runs):
                         if r["task"] == "labels" and r["noise"] == noise)
         ends = [end for _, end in labels]
         assert all(b >= a - 0.02 for a, b in zip(ends, ends[1:])) and ends[-1] > ends[0]
+
+
+@pytest.fixture(scope="module")
+def phase():
+    return json.loads((ROOT / "figures/train-phase.json").read_text())["runs"]
+
+
+def signature(run):
+    return [d is not None and d >= 1 and f >= 0.3
+            for d, f in zip(run["escape_depth"], run["peak_fall"])]
+
+
+def test_the_escape_appears_with_noise_and_a_small_penalty(phase):
+    every = [r for r in phase if all(signature(r))]
+    assert every and all(r["noise"] > 0 and 0.003 <= r["lambda"] <= 0.03 for r in every)
+    assert any(r["lambda"] == 0.01 and r["noise"] == 0.05 for r in every)  # the replica's
+    assert {r["lambda"] for r in every} >= {0.01, 0.03}
+    for r in every:
+        after = r["mean_cosine"]["after"]
+        assert max(after) > max(r["mean_cosine"]["before"])  # more tightly clustered first
+        assert all(5 <= d <= 8 for d in r["escape_depth"])
+        assert max(r["ffn_norm"]) == r["ffn_norm"][-1]
+
+
+def test_no_escape_without_noise_nor_at_a_large_penalty(phase):
+    for r in phase:
+        if r["noise"] == 0 or r["lambda"] >= 0.1:
+            assert not any(signature(r)), r
+        if r["noise"] == 0 and r["lambda"] >= 0.01:
+            assert r["mean_cosine"]["after"][-1] >= 0.995 and max(r["peak_fall"]) == 0
+    smallest = [r for r in phase if r["lambda"] == min(q["lambda"] for q in phase)]
+    spread_first = [r["noise"] for r in smallest if r["escape_depth"] == [0] * len(
+        r["escape_depth"])]
+    assert 0.0 in spread_first and 0.05 in spread_first
+    calm = next(r for r in smallest if r["noise"] == 0)
+    after = calm["mean_cosine"]["after"]
+    assert after[1] < after[0] and after[-1] < 0.1
+
+
+def sidecar(name):
+    return json.loads((ROOT / "figures" / name).read_text())["runs"]
+
+
+def mean(values):
+    return sum(values) / len(values)
+
+
+def test_the_regularizers_keep_the_intermediate_layers_apart_at_no_worse_task_loss():
+    runs = sidecar("train-regularizer.json")
+    alone = next(r for r in runs if r["mu"] == 0)
+    for kind in ("energy", "cosine"):
+        mine = sorted((r for r in runs if r["regularizer"] == kind and r["mu"] > 0),
+                      key=lambda r: r["mu"])
+        inner = [mean(r["intermediate_cosine"]) for r in mine]
+        assert inner == sorted(inner, reverse=True)
+        assert inner[0] < mean(alone["intermediate_cosine"])
+        assert all(mean(r["task_loss"]) < mean(alone["task_loss"]) for r in mine)
+    top = {r["regularizer"]: mean(r["intermediate_cosine"]) for r in runs if r["mu"] == 0.1}
+    assert top["cosine"] < top["energy"]
+
+
+def test_a_symmetry_breaking_init_does_not_reach_the_stated_loss_sooner():
+    runs = {r["init"]: r for r in sidecar("train-init.json")}
+    zero = runs.pop("zero")
+    assert None not in zero["steps_to_target"]
+    for r in runs.values():
+        assert None not in r["steps_to_target"]
+        assert mean(r["first_loss"]) > max(zero["first_loss"])
+        assert mean(r["steps_to_target"]) > 3 * mean(zero["steps_to_target"])
+        assert abs(mean(r["final_task_loss"]) - mean(zero["final_task_loss"])) < 0.005
+    skew = runs["antisymmetric"]["steps_to_target"]
+    assert min(mean(skew) - mean(runs[k]["steps_to_target"]) for k in ("gaussian",
+                                                                        "orthogonal")) > -2

@@ -54,5 +54,18 @@ def train(source: str | Path | dict, out: str | Path | None = None,
     ds = sweeping.run(tc, command, parts=beside(path, "parts"),
                       shard=None if part is None else (part.index, part.count))
     if ds is not None:
+        ds = with_escape(ds)
         ds.encoding["source"] = str(write_dataset(ds, path))
     return ds
+
+
+def with_escape(ds: xarray.Dataset) -> xarray.Dataset:
+    """The dataset with `peak_fall` and `escape_depth` (axes..., checkpoint): mean_cosine's
+    fall from its running peak along layer, as `sweep monotone --along layer` measures it
+    (sweep.analysis.monotonicity.escape)."""
+    from sweep.analysis.monotonicity import monotone
+
+    found = monotone(ds, "mean_cosine", along="layer")
+    out = ds.assign(peak_fall=found.peak_fall, escape_depth=found.escape_depth)
+    out.attrs["escape_tol"] = found.attrs["escape_tol"]
+    return out.transpose(*ds.mean_cosine.dims[:-1], ...)

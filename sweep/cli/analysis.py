@@ -349,7 +349,8 @@ def monotone_cmd(
             "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
         = "time",
         output: FileOut = None):
-    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall."""
+    """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall;
+    the fall from the running peak and the escape depth (a fall of more than 0.1)."""
     from sweep.analysis.monotonicity import runs_that_fell
 
     with user_errors():
@@ -379,3 +380,6 @@ def _print_monotone(result, total: dict, rows: int = 40) -> None:
         out.print(f"... {len(fell) - rows} more row(s); -o FILE keeps them all")
     out.print(f"{var} fell in {total['fell']} of {total['runs']} run(s)"
               + (f", worst relative fall {total['worst_fall']:.3g}" if total["fell"] else ""))
+    escaped = int(result.escape_depth.notnull().sum())
+    out.print(f"{var} fell by more than {result.attrs['escape_tol']:g} from its running peak "
+              f"in {escaped} run(s) (escape_depth: the {along} of that peak)")

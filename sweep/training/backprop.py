@@ -11,7 +11,8 @@ the sublayer after that step instead: y = z / |z| without the W_l term, then
     x' = unit(y + alpha W_l phi(y)),   W_l [d, m],
 so F(y) = sum_k theta_lk phi_k(y) with theta_lk the columns of W_l. The attention (M_h, V_h,
 beta_h) and the features are fixed; W_l is trained. The objective is the task loss of x^L
-plus lambda sum_l |W_l|_F^2. The backward pass is the chain rule through each step in
+plus lambda sum_l |W_l|_F^2 (the task's loss and its gradient on x^L: sweep.training.tasks).
+The backward pass is the chain rule through each step in
 reverse: normalisation ((g - <g, x'> x') / |z|), FFN, noise projection and attention
 (softmax Jacobian A (g - <g, A>)), shapes as in the forward pass.
 """
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.execution.layers.transformer import gelu
+from sweep.training.tasks import alignment
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
@@ -129,13 +131,18 @@ def forward(x0, atts, ws, alpha: float, noise: float, xi):
     return x, tapes
 
 
-def objective(ws, x0, xi, t, atts, alpha: float, noise: float, lam: float):
-    """(loss, gradient like ws): mean_i (1 - <x_i^L, t_i>) + lam sum_l |W_l|^2."""
+def objective(ws, x0, xi, t, atts, alpha: float, noise: float, lam: float, reg=None):
+    """(loss, gradient like ws): the task loss of x^L + lam sum_l |W_l|^2 (+ sum_{l < L}
+    reg(x^l), reg a function x -> (penalty, gradient on x): tasks.regularizer). t: the
+    targets [B, n, d] of a per-token task (mean_i (1 - <x_i^L, t_i>)), or a function x^L ->
+    (loss, gradient on x^L) (tasks.readout: any task)."""
     x, tapes = forward(x0, atts, ws, alpha, noise, xi)
-    count = x.shape[0] * x.shape[1]
-    loss = float(np.sum(1.0 - np.sum(x * t, axis=-1)) / count + lam * np.sum(ws * ws))
-    g, grads = -t / count, np.empty_like(ws)
+    total, g = t(x) if callable(t) else alignment(x, t)
+    grads = np.empty_like(ws)
     for layer in reversed(range(len(ws))):
+        if reg is not None and layer + 1 < len(ws):  # x^{layer+1}: the input of the next
+            value, gx = reg(tapes[layer + 1][0])
+            total, g = total + value, g + gx
         g, grads[layer] = step_back(g, atts[layer], ws[layer], alpha, noise,
                                     xi[:, layer], tapes[layer])
-    return loss, grads + 2.0 * lam * ws
+    return total + float(lam * np.sum(ws * ws)), grads + 2.0 * lam * ws

@@ -13,6 +13,28 @@ from sweep.training import backprop, tasks
 ADAM = (0.9, 0.999, 1e-8)
 
 
+def initial(kind: str, scale: float, w0: np.ndarray, seed: int, job_seed: int) -> np.ndarray:
+    """The matrices training starts from, like w0 [L, d, c] (the job's own FFN): `model` w0
+    itself; `zero`; or scale times, per layer from the draws of (seed, job_seed), `gaussian`
+    entries N(0, 1/c), `orthogonal` (orthonormal rows or columns: the Q of a Gaussian's QR,
+    signs fixed), `antisymmetric` (G - G^T) / sqrt(2 d), a skew matrix: exp(W) rotates the
+    tokens apart."""
+    if kind == "model":
+        return w0.copy()
+    if kind == "zero":
+        return np.zeros_like(w0)
+    rng = np.random.default_rng([seed, job_seed, 1, 7919])  # apart from every step's draws
+    g = rng.standard_normal(w0.shape)
+    if kind == "gaussian":
+        return scale * g / np.sqrt(w0.shape[-1])
+    if kind == "antisymmetric":
+        return scale * (g - g.transpose(0, 2, 1)) / np.sqrt(2.0 * w0.shape[-1])
+    tall = w0.shape[-2] >= w0.shape[-1]
+    q, r = np.linalg.qr(g if tall else g.transpose(0, 2, 1))
+    q = q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
+    return scale * (q if tall else q.transpose(0, 2, 1))
+
+
 def checkpoint_steps(steps: int, count: int) -> np.ndarray:
     """`count` distinct steps from 0 (before training) to `steps` (after), evenly spread."""
     return np.unique(np.round(np.linspace(0, steps, count)).astype(np.int64))
@@ -39,10 +61,12 @@ def train(job, training, atts, w0: np.ndarray):
     marks = checkpoint_steps(training.steps, training.checkpoints)
     w, state = w0.copy(), (np.zeros_like(w0), np.zeros_like(w0), [0])
     kept, loss = [w.copy()] if marks[0] == 0 else [], np.empty(training.steps)
+    reg = tasks.regularizer(training.regularizer, training.mu, m.beta)
     for s in range(training.steps):
         x0, xi = tasks.draws(job, training.seed, s, training.batch, c)
-        t = tasks.targets(training.task, x0, c)
-        loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam)
+        t = tasks.readout(training.task, x0, c, m.beta)
+        loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam,
+                                        reg)
         w = adam(w, g, state, training.lr) if training.optimizer == "adam" \
             else w - training.lr * g
         if s + 1 in marks:

@@ -27,9 +27,10 @@ from sweep.config.schema import (
 )
 from sweep.errors import ConfigError
 from sweep.execution import resources
-from sweep.training.tasks import TASKS
+from sweep.training.tasks import REGULARIZERS, TASKS
 
 OPTIMIZERS = ("adam", "sgd")
+INITS = ("model", "zero", "gaussian", "orthogonal", "antisymmetric")  # optimise.initial
 MAX_STEPS = 10**6
 
 
@@ -45,6 +46,10 @@ class Training:
     batch: int = 8
     checkpoints: int = 2
     seed: int = 0
+    regularizer: str = "l2"
+    mu: float = 0.0
+    init: str = "model"
+    init_scale: float = 1.0
 
     def to_dict(self) -> dict:
         return {_KEY.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
@@ -61,8 +66,14 @@ RULES = {
     "batch": make_rule(int, low=1, high=4096),
     "checkpoints": make_rule(int, low=2, high=MAX_STEPS + 1),
     "seed": make_rule(int, low=0),
+    "regularizer": make_rule(str, choices=REGULARIZERS),
+    "mu": make_rule(float, low=0.0),
+    "init": make_rule(str, choices=INITS),
+    "init_scale": make_rule(float, low=0.0),
 }
-AXES = ("task", "lambda", "optimizer", "lr", "batch")  # sweepable (seed: the grid's replicates)
+# sweepable (seed: the grid's replicates)
+AXES = ("task", "lambda", "optimizer", "lr", "batch", "regularizer", "mu", "init",
+        "init_scale")
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,7 @@ def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> Tr
     section = raw.pop("training", None)
     if section is None:
         raise ConfigError("training: required by sweep train (task, lambda, optimizer, lr, "
-                          "steps, batch, checkpoints, seed)")
+                          "steps, batch, checkpoints, seed, regularizer, mu, init, init_scale)")
     training = _section(section)
     grid, train_axes = raw.get("grid"), ()
     if isinstance(grid, dict):  # anything else: sweep.config.schema says what is wrong
@@ -170,6 +181,14 @@ def jobs(tc: TrainConfig) -> Jobs:
         if training.checkpoints > training.steps + 1:
             raise ConfigError(f"training.checkpoints: {training.checkpoints} checkpoints for "
                               f"{training.steps} steps (at most steps + 1)")
+        if training.init == "antisymmetric" and any(j.model.ffn == "mlp" for j in expanded):
+            raise ConfigError("training.init: antisymmetric needs the square in-step FFN W_l "
+                              "(model.ffn none, gaussian or path.npy), not ffn: mlp")
+        energy = training.task in ("energy", "entropy") or training.regularizer == "energy"
+        if energy and any(j.model.beta <= 0 for j in expanded):
+            raise ConfigError(f"model.beta: training.task {training.task} (regularizer "
+                              f"{training.regularizer}) needs beta > 0 (the kernel "
+                              f"exp(beta <x_i, x_j>))")
     batch = max(t.batch for _, t in tc.points())
     check_memory(max((step_bytes(job.model, batch) for job in expanded), default=0))
     return expanded

@@ -1,7 +1,8 @@
 """`sweep train`: every point of the grid (training axes x the layer-model jobs) trained and
 observed, in C order, into one dataset.
 
-Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero) and
+Each point trains from the job's own FFN matrices (ffn: gaussian or a file; none: zero), or
+those `training.init` draws, and
 is observed at every checkpoint by the layer-model run itself (simulate.simulate_layers,
 the code `sweep run` calls) with the checkpoint's matrices in place of the drawn ones; where
 training changed none, that is the config's own run, so with lr = 0 every checkpoint is the
@@ -32,9 +33,10 @@ from sweep.training import backprop, optimise, settings, tasks
 
 COLUMNS = {**SERIES, **LAYER_SERIES}
 EXTRA = {
-    "loss": ("objective on the step's batch before its update: mean_i (1 - <x_i^L, t_i>) "
-             "+ lambda sum_l |W_l|^2", "1"),
-    "eval_loss": ("task loss mean_i (1 - <x_i^L, t_i>) of the observed run's output", "1"),
+    "loss": ("objective on the step's batch before its update: the task loss + lambda "
+             "sum_l |W_l|^2", "1"),
+    "eval_loss": ("task loss of the observed run's output (mean_i (1 - <x_i^L, t_i>), or "
+                  "the output distribution's loss: spread, energy, entropy)", "1"),
     "ffn_weight": ("trained FFN matrix W_l of block l (v_i += W_l x_i, or the output matrix "
                    "W_2 of ffn: mlp)", "1"),
     "status": ("worst job status over the checkpoints (0 ok, 1 non-finite)", "1"),
@@ -75,14 +77,15 @@ def train_point(job, training) -> dict:
     eval_loss [C], status)."""
     blocks = layer_blocks(job)
     w0 = initial_ffn(blocks, job.model.d)
-    ws, loss = optimise.train(job, training, fixed_parts(blocks), w0)
+    start_w = optimise.initial(training.init, training.init_scale, w0, training.seed, job.seed)
+    ws, loss = optimise.train(job, training, fixed_parts(blocks), start_w)
     start = initial_state(job)
-    t = tasks.targets(training.task, start, tasks.centres(job))
+    loss_of = tasks.readout(training.task, start[None], tasks.centres(job), job.model.beta)
     obs, evals, status = [], [], 0
     for w in ws:
         result = simulate_layers(job, "final", blocks=with_ffn(blocks, w, w0))
         obs.append(result.observables)
-        evals.append(tasks.task_loss(unit(result.positions), t))
+        evals.append(loss_of(unit(result.positions)[None])[0])
         status = max(status, result.status)
     return {"obs": np.stack(obs), "loss": loss, "ffn_weight": ws,
             "eval_loss": np.array(evals), "status": status}
