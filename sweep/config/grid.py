@@ -21,10 +21,10 @@ import numpy as np
 
 from sweep.config import inputs, weights
 from sweep.config.layer_keys import check_layers
+from sweep.config.rules import check_job
 from sweep.config.schema import (
     SECTIONS,
     Config,
-    check_job,
     check_value,
     clip,
     digest,

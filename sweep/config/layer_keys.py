@@ -1,6 +1,6 @@
 """Which keys a layer model reads (docs/layers.md), and the rules that involve several of
 them: each key valid where it applies, refused in one line naming it where it does not.
-sweep.config.grid checks every job with `check_layers` before config.check_job; the contents
+sweep.config.grid checks every job with `check_layers` before rules.check_job; the contents
 of a weights folder are sweep.config.weights's.
 """
 

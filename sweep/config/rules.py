@@ -1,0 +1,58 @@
+"""The rules a job must pass that involve several keys (its sections' own values are checked
+by sweep.config.schema as they are read): start shapes the dimension allows, the model zoo's
+combinations, and time steps that divide the save interval and the run."""
+
+from __future__ import annotations
+
+from sweep.config.schema import Init, Integrate, Model
+from sweep.errors import ConfigError
+from sweep.kernels.codes import parse_mask
+
+
+def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> None:
+    """Rules that involve several keys; `where` says which grid point is meant."""
+    at = f" ({where})" if where else ""
+    if init.kind == "orthonormal" and model.n > model.d or (
+            init.kind == "equiangular" and init.overlap == 0 and model.n > model.d):
+        what = "orthonormal" if init.kind == "orthonormal" else "equiangular with overlap 0"
+        raise ConfigError(f"init.kind: {what} needs n <= d, got n={model.n}, "
+                          f"d={model.d}{at}")
+    if init.kind == "equiangular" and init.overlap > 0 and model.n + 1 > model.d:
+        raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
+                          f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
+    check_zoo(model, init, integ, at)
+    stride = integ.save_every / integ.dt
+    if not stride < 2**53:
+        raise ConfigError(f"integrate.dt: {integ.dt} makes {stride:g} steps per save, more "
+                          f"than 2^53{at}")
+    if abs(stride - round(stride)) > 1e-9 * stride or round(stride) < 1:
+        raise ConfigError(f"integrate.save_every: must be a whole multiple of dt "
+                          f"({integ.save_every} / {integ.dt} = {stride:g}){at}")
+    saves = integ.t_max / integ.save_every
+    if not saves < 2**53:
+        raise ConfigError(f"integrate.t_max: {integ.t_max} makes {saves:g} saves, more than "
+                          f"2^53{at}")
+    if abs(saves - round(saves)) > 1e-9 * saves or round(saves) < 1:
+        raise ConfigError(f"integrate.t_max: must be a whole multiple of save_every "
+                          f"({integ.t_max} / {integ.save_every} = {saves:g}){at}")
+
+
+def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
+    """Rules of the model zoo that involve several keys (file shapes: sweep.config.inputs)."""
+    if model.head_beta is not None and len(model.head_beta) != model.heads:
+        raise ConfigError(f"model.head_beta: {len(model.head_beta)} value(s) for "
+                          f"heads={model.heads}{at}")
+    _, param = parse_mask(model.mask)
+    name = model.mask.partition(":")[0]
+    top = {"window": model.n - 1, "leaders": model.n - 1}.get(name, model.n)
+    if param > top:
+        raise ConfigError(f"model.mask: {model.mask} is larger than n={model.n} allows "
+                          f"(at most {name}:{top}){at}")
+    if model.noise > 0 and integ.method in ("rk4", "heun"):
+        raise ConfigError(f"integrate.method: noise is integrated by Euler-Maruyama, "
+                          f"set method: euler or layer (got {integ.method}){at}")
+    if init.kind == "clusters" and init.clusters > model.n:
+        raise ConfigError(f"init.clusters: {init.clusters} clusters for n={model.n} "
+                          f"tokens{at}")
+    if init.kind == "file" and not init.path:
+        raise ConfigError(f"init.path: required with kind: file{at}")
