@@ -250,6 +250,7 @@ results/trained-vs-random.nc: configs/trained-vs-random.yaml results/minilm/inde
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
 figures/trained-vs-random.png: results/trained-vs-random.nc results/probe-readme-intro.nc \
-                               figures/trained_vs_random.py sweep/analysis/plots.py
+                               figures/trained_vs_random.py sweep/analysis/plots.py \
+                               sweep/analysis/comparison.py
 	$(PY) figures/trained_vs_random.py $(word 1,$^) $(word 2,$^) $@ $(@:.png=.json)
 	$(PY) figures/sidecars.py prose docs/trained.md

@@ -4,14 +4,14 @@ trained (all-MiniLM-L6-v2) attention matrices, beside the trained model's own la
     python figures/trained_vs_random.py SIMULATIONS.nc PROBE.nc OUT.png [NUMBERS.json]
 
 SIMULATIONS.nc is `sweep run configs/trained-vs-random.yaml`; PROBE.nc is `sweep probe`.
-The drawing is sweep.analysis.plots.trained_vs_random.
+The drawing is sweep.analysis.comparison.trained_vs_random.
 """
 
 import sys
 
 import xarray as xr
 
-from sweep.analysis.plots import trained_vs_random
+from sweep.analysis.comparison import trained_vs_random
 
 if __name__ == "__main__":
     sim_path, probe_path, out = sys.argv[1:4]

@@ -186,14 +186,14 @@ def test_bad_names_and_files_exit_2(results, tmp_path, args, word):
     ("../results/minilm/layer6_qk.npy", ("trained", 6)),
 ])
 def test_matrix_kind_reads_the_qk_coordinate(label, kind):
-    from sweep.analysis import plots
+    from sweep.analysis import comparison
 
-    assert plots.matrix_kind(label) == kind
+    assert comparison.matrix_kind(label) == kind
 
 
 @pytest.mark.parametrize("betas", [[1.0], [1.0, 100.0], None])  # None: beta not swept
 def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
-    from sweep.analysis import plots
+    from sweep.analysis import comparison
 
     labels = ["identity", "m/layer1_qk_gaussian.npy", "m/layer1_qk.npy"]
     cos = np.linspace(0.0, 1.0, 5) * np.ones((len(labels), len(betas or [1.0]), 2, 1))
@@ -208,7 +208,7 @@ def test_trained_vs_random_draws_one_row_per_beta(tmp_path, betas):
                                                           "coarse_clustered_fraction")}
                        | {"token_norm": ("layer", layer + 10.0)}, coords={"layer": layer},
                        attrs={"model": "m", "n_tokens": 9, "cosine_threshold": 0.9})
-    done = plots.trained_vs_random(sim, probe, tmp_path / "fig" / "t.png")
+    done = comparison.trained_vs_random(sim, probe, tmp_path / "fig" / "t.png")
     assert done == tmp_path / "fig" / "t.png"
     assert image_size(done) == (400 * len(betas or [1.0]), 1400)  # 14 x 4 in. a row, dpi 100
 
