@@ -18,7 +18,8 @@ from sweep.cli import app  # noqa: E402
 from sweep.config import schema as config  # noqa: E402
 from sweep.config.grid import expand  # noqa: E402
 from sweep.kernels.codes import SERIES  # noqa: E402
-from sweep.pretrained import bert, probe  # noqa: E402
+from sweep.pretrained import bert  # noqa: E402
+from sweep.pretrained import probing as probe  # noqa: E402
 
 FOX = "The quick brown fox jumps over the lazy dog."
 # ids read off vocab.txt by hand (0-based line numbers)

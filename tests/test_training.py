@@ -383,7 +383,7 @@ def test_a_training_value_an_axis_sweeps_is_its_default_unless_set_just_now(tmp_
     raw = config()
     raw["grid"] = {"lambda": [0.0, 1.0]}  # beside training.lambda: 0.01, the default
     path = write(tmp_path, raw)
-    cfg = settings.load(path)
+    cfg = settings.load_training(path)
     assert [a.values[0] for a in cfg.axes if a.name == "lambda"] == [(0.0, 1.0)]
     result = invoke("train", path, "-o", tmp_path, "--set", "training.lambda=0.5")
     assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
