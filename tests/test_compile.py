@@ -43,6 +43,11 @@ def contents(directory: Path) -> dict:
             for p in directory.rglob("*") if p.is_file()}
 
 
+# these compile into an empty cache, which takes minutes on a busy two-core machine: a bound
+# for a hang, not the suite-wide one meant for a lock never released
+cold = pytest.mark.timeout(1200)
+
+
 def test_each_job_gets_one_kernel_plan():
     jobs = sweep.plan(sweep.load(MIXED)).jobs
     plans = {(j.model.n, j.model.attention): kernel_plan(j) for j in jobs}
@@ -54,6 +59,7 @@ def test_each_job_gets_one_kernel_plan():
         "general-float64", "lanes-float64", "blocked-float64", "symmetric-float64"}
 
 
+@cold
 def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_path):
     # every demo job runs lanes.py (d 3) or rows.py (d 32): the general path is never
     # called, so never compiled
@@ -68,6 +74,7 @@ def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_p
     assert contents(store) == compiled
 
 
+@cold
 def test_after_compile_a_run_adds_nothing_to_the_cache(tmp_path):
     config, store = tmp_path / "blocked.yaml", tmp_path / "numba"
     config.write_text(yaml.safe_dump(BLOCKED))
