@@ -95,8 +95,8 @@ CACHED_START_SIZE = 2048  # n d of the largest start kept: 4,096 of them hold 64
 @functools.lru_cache(maxsize=4096)
 def _drawn(seed: int, init, n: int, d: int) -> np.ndarray:
     """The start drawn for (seed, init, n, d), read-only: every beta of a sweep shares it, so
-    a phase diagram of small systems draws each start once, not once per beta (drawing was
-    0.2 ms of a job's 1.3 ms at (32, 2))."""
+    a phase diagram of small systems draws each start once, not once per beta (for small
+    systems drawing is a noticeable share of a job)."""
     x = states.draw(init, n, d, _start_rng(seed, init, n, d), None)
     x.flags.writeable = False
     return x
