@@ -105,3 +105,34 @@ def test_the_docs_name_only_modules_and_functions_that_exist():
                     stale.append(f"{page.relative_to(ROOT)}:{number}: {name}")
     assert not stale, "names that no longer exist:\n" + "\n".join(stale)
 
+
+# ---------------------------------------------------------------- the config keys
+
+def test_the_config_page_holds_the_key_tables_of_the_field_records():
+    from sweep.config import keydocs
+
+    page = (ROOT / keydocs.PAGE_NAME).read_text()
+    assert f"{keydocs.BEGIN}\n{keydocs.key_tables()}\n{keydocs.END}" in page, \
+        "docs/config.md is stale: run `make docs`"
+
+
+def test_every_field_of_every_section_has_a_description_and_nothing_else_does():
+    from dataclasses import fields
+
+    from sweep.config import keydocs
+
+    sections = {**schema.SECTIONS, "output": schema.Output}
+    assert {s: set(d) for s, d in keydocs.DESCRIPTIONS.items()} == \
+        {s: {f.name for f in fields(cls)} for s, cls in sections.items()}
+    assert {s for s, _ in keydocs.ALLOWED} <= set(sections)
+
+
+def test_a_rule_on_the_record_shows_in_its_row():
+    from sweep.config import keydocs
+
+    rule = schema.field_rule("init", "overlap")
+    assert keydocs.allowed("init", "overlap", rule) == ">= 0, < 1"
+    rule = schema.field_rule("model", "layers")
+    assert keydocs.allowed("model", "layers", rule) == ">= 1 (or null)"
+    assert "| `method` | string | `euler` | euler \\| rk4 \\| layer \\| heun |" in \
+        keydocs.key_tables()
