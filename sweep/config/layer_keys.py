@@ -24,7 +24,7 @@ def _changed(section, keys: tuple) -> list[str]:
 def check_layers(model: Model, init: Init, integ: Integrate, at: str) -> None:
     """The rules of layer models (docs/layers.md): each key valid where it applies, refused
     in one line where it does not."""
-    if model.layers is None:
+    if not model.kind.stacked:
         for key in _changed(model, LAYER_ONLY):
             raise ConfigError(f"model.{key}: only layer models read it (set model.layers){at}")
         for key in ("qk", "v"):

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from sweep.config.kinds import ModelKind, kind_of
 from sweep.config.yamltext import apply_overrides, clip, read_yaml, show, suggest
 from sweep.errors import ConfigError
 from sweep.kernels.codes import ATTENTION_CODES, METHOD_CODES, OBSERVABLES, parse_mask
@@ -126,6 +127,11 @@ class Model:
     ffn_width: int | None = _field(None, int, low=1, nullable=True)
     weights: str | None = _field(None, str, nullable=True)
     components: str = _field("full", str, check=_components)
+
+    @property
+    def kind(self) -> ModelKind:
+        """A dynamics or a layer stack (sweep.config.kinds): what differs between them."""
+        return kind_of(self.layers)
 
     @property
     def beta_factor(self) -> float:

@@ -134,7 +134,7 @@ def _check_ffn(model, index: Index, layers: list[dict]) -> None:
 
 def check(model, source: Path | None) -> dict[str, str]:
     """Check a layer job's weights folder; {"model.weights": digest of index and arrays}."""
-    if model.layers is None or model.weights is None:
+    if not model.kind.stacked or model.weights is None:
         return {}
     shape = Uses(*(getattr(model, k) for k in Uses._fields))
     return {"model.weights": _digest(shape, source, _stamp(index_path(model, source)))}

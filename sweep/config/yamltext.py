@@ -92,8 +92,8 @@ class _TooDeep(yaml.YAMLError):
 def parse_yaml(text: str) -> Any:
     """YAML (or JSON) text -> plain data as the config loader reads it (unique keys, exponent
     floats); a SafeLoader, so it builds no objects. yaml.YAMLError on malformed text,
-    including text nested too deeply to parse: brackets are counted first (2,000 levels took
-    PyYAML 2 s to refuse by RecursionError)."""
+    including text nested too deeply to parse: brackets are counted first (PyYAML takes long
+    to refuse deep nesting, and then by RecursionError)."""
     depth = deepest = 0
     for bracket in re.findall(r"[\[\]{}]", text):
         depth = depth + 1 if bracket in "[{" else max(depth - 1, 0)

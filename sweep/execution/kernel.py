@@ -107,7 +107,7 @@ class KernelPlan:
 def kernel_plan(job: Job) -> KernelPlan:
     """The kernel `job` calls, on one thread."""
     model, integ = job.model, job.integrate
-    if model.layers is not None:  # its flow's fast kernel, if it is a flow that takes one
+    if model.kind.stacked:  # its flow's fast kernel, if it is a flow that takes one
         flow = as_flow(job)
         fast = flow is not None and fast_path_covers(flow.model, flow.integrate)
         return kernel_plan(flow) if fast else KernelPlan(LAYERS, integ.dtype)
@@ -152,7 +152,7 @@ def job_flop(job: Job) -> float:
     """Per velocity evaluation and head, about 4 n^2 d flops and n^2 exponentials (~20 flops
     each), plus 4 n d^2 for the matrix products when the matrices are not the identity.
     A layer model counts its layers (sweep.execution.layers.cost)."""
-    if job.model.layers is not None:
+    if job.model.kind.stacked:
         return layer_cost.flop(job)
     n, d, m = job.model.n, job.model.d, job.model
     stages = EVALUATIONS[job.integrate.method]
@@ -182,7 +182,7 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     scratch numbers, and with matrices the [heads, d, d] score and value matrices twice
     (drawn or read, then copied for the kernel) and [heads, n, d] keys and values. A layer
     model: sweep.execution.layers.cost.memory."""
-    if job.model.layers is not None:
+    if job.model.kind.stacked:
         return layer_cost.memory(job, positions)
     n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
     item = np.dtype(job.integrate.dtype).itemsize

@@ -83,7 +83,7 @@ def initial_state(job: Job) -> np.ndarray:
     if init.kind != "file":
         drawn = _drawn if m.n * m.d <= CACHED_START_SIZE else _drawn.__wrapped__
         return drawn(job.seed, init, m.n, m.d).copy()
-    as_is = m.layers is not None and m.norm != "sphere"  # hidden states, taken as they are
+    as_is = m.kind.stacked and m.norm != "sphere"  # hidden states, taken as they are
     given = inputs.start(init.path, job.source, m.n, m.d, job.seed,
                          job.digests.get("init.path"), unit=not as_is)
     return states.draw(init, m.n, m.d, start_rng(job), given)
@@ -95,8 +95,8 @@ CACHED_START_SIZE = 2048  # n d of the largest start kept: 4,096 of them hold 64
 @functools.lru_cache(maxsize=4096)
 def _drawn(seed: int, init, n: int, d: int) -> np.ndarray:
     """The start drawn for (seed, init, n, d), read-only: every beta of a sweep shares it, so
-    a phase diagram of small systems draws each start once, not once per beta (drawing was
-    0.2 ms of a job's 1.3 ms at (32, 2))."""
+    a phase diagram of small systems draws each start once, not once per beta (for small
+    systems drawing is a noticeable share of a job)."""
     x = states.draw(init, n, d, _start_rng(seed, init, n, d), None)
     x.flags.writeable = False
     return x
@@ -144,7 +144,7 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     and rows paths compute no more than they need (codes.save_level)."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
-    if not kernel.strategy.batched or jobs[0].model.layers is not None:
+    if not kernel.strategy.batched or jobs[0].model.kind.stacked:
         return [_chosen(_one(job, kernel, positions, flag), columns) for job in jobs]
     out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
     ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
@@ -172,7 +172,7 @@ def _indices(columns: tuple[str, ...]) -> list[int]:
 def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
     t0 = time.perf_counter()
     try:
-        if job.model.layers is not None:
+        if job.model.kind.stacked:
             return simulate_layers(job, positions, flag, kernel)
         x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
         obs, traj = _outputs(1, job, positions, x.dtype)

@@ -63,7 +63,7 @@ def job_hint(model, integ) -> str:
 def _step_hint(model, integ, beta: float) -> str:
     """Whether dt is too large for the method near consensus; '' for a layer model, which has
     no clock (dt does not enter it)."""
-    if model.layers is not None:
+    if not model.kind.clock:
         return ""
     rate = relaxation_rate(model.attention, beta)
     if integ.method == "layer" and integ.dt * rate >= 1.0:

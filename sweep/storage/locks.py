@@ -111,9 +111,9 @@ class JobLocks:
         """Hard-link our owner record into place as the lock: the link is atomic and fails if
         the lock exists, so a lock file is never seen empty or half-written (a kill between
         creating and writing it would otherwise hold the job for STALE_AFTER). The record is
-        written once per JobLocks, so a lock costs one link rather than a file creation (0.2 ms
-        on the reference machine's ext4, more on network file systems). Where hard links are
-        not supported, O_EXCL then write."""
+        written once per JobLocks, so a lock costs one link rather than a file creation (which
+        is slower, above all on network file systems). Where hard links are not supported,
+        O_EXCL then write."""
         try:
             if not (self._link(name) if self._links else self._create_exclusive(name)):
                 return False

@@ -209,7 +209,8 @@ def max_clusters(n_clusters: np.ndarray) -> np.ndarray:
 def _record_axis(jobs: list[Job]) -> tuple[str, np.ndarray]:
     """("time", the union of every job's save grid: one grid unless t_max or save_every is
     swept), or ("layer", 0..the deepest model's L) for layer models."""
-    if jobs[0].model.layers is not None:
-        return "layer", np.arange(max(j.model.layers for j in jobs) + 1)
+    kind = jobs[0].model.kind  # one for every job (sweep.config.grid checks it)
+    if kind.stacked:
+        return kind.series_dim, np.arange(max(j.model.layers for j in jobs) + 1)
     grids = {(j.integrate.save_every, j.integrate.n_saves): j for j in jobs}
-    return "time", np.unique(np.concatenate([save_times(j) for j in grids.values()]))
+    return kind.series_dim, np.unique(np.concatenate([save_times(j) for j in grids.values()]))

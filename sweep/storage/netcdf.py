@@ -56,8 +56,8 @@ def environment(title: str, command: str | None = None) -> dict:
         "history": f"{now}: {command}",
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
-        "numba_version": metadata.version("numba"),  # without importing it (0.3 s)
-        "xarray_version": metadata.version("xarray"),  # without importing it (0.45 s)
+        "numba_version": metadata.version("numba"),  # without importing it (slow)
+        "xarray_version": metadata.version("xarray"),  # without importing it (slow)
         "netcdf4_version": netCDF4.__version__,
     }
 
@@ -87,8 +87,8 @@ def compressed(shape: tuple[int, ...], dtype) -> dict:
     reading one grid point or one time series touches a few chunks. Series of a phase diagram
     are smooth and runs of NaN are common: they shrink to a fraction of their size. Only the
     first axis not yet whole is cut, so a chunk holds consecutive jobs (in C order). Level 1
-    rather than 4: the reference phase diagram's results (configs/phase-glpr-reference.yaml)
-    take 4.3 MB instead of 4.0, and compressing them 0.17 s instead of 0.33."""
+    rather than 4: on these series higher levels shrink files only a little more and take
+    about twice as long (benchmarks/HISTORY.md)."""
     chunks, size = list(shape), np.dtype(dtype).itemsize
     for k in range(len(chunks)):  # from the first axis: halve until a chunk is small enough
         while chunks[k] > 1 and size * math.prod(chunks) > CHUNK_BYTES:
@@ -227,7 +227,8 @@ class BlockWriter:
         """The coordinate variables as xarray writes them: numbers (int32 where they fit,
         coords.int32) and text labels (variable-length strings) directly, each with its
         attributes and no fill value; any other kind through xarray, into a small side file
-        and copied from there. Importing xarray (and pandas) costs a run 0.45 s."""
+        and copied from there: importing xarray (and pandas) is a large share of a short
+        run's start-up."""
         kinds = {name: np.asarray(values).dtype.kind for name, (_, values, _) in
                  self.coords.items()}
         if set(kinds.values()) <= set("iufU"):

@@ -22,7 +22,7 @@ from sweep.config.files import read_npz
 from sweep.config.grid import Job
 from sweep.config.schema import Config
 from sweep.errors import StoreError
-from sweep.kernels.codes import LAYER_SERIES, OBSERVABLES, STATUS_FAILED
+from sweep.kernels.codes import OBSERVABLES, STATUS_FAILED
 from sweep.storage.locks import owner_tag
 from sweep.storage.outputs import dangling
 from sweep.storage.parts import (
@@ -257,15 +257,11 @@ def part_members(job: Job, count: int, chosen: tuple[str, ...] = OBSERVABLES,
 
 
 def save_times(job: Job) -> np.ndarray:
-    """A job's rows of observables, rounded so that grids built from different save_every
-    values share their common times: the save grid 0, save_every, ..., t_max of a flow, the
-    layers 0..L of a layer model."""
-    if job.model.layers is not None:
-        return np.arange(job.model.layers + 1)
-    return np.round(np.arange(job.integrate.n_saves) * job.integrate.save_every, 12)
+    """A job's rows of observables: its model kind's record values (sweep.config.kinds)."""
+    return job.model.kind.record_values(job.model, job.integrate)
 
 
 def columns(job: Job, chosen: tuple[str, ...] = OBSERVABLES) -> tuple[str, ...]:
     """The names of a job's columns of observables: the series `chosen` (output.columns),
-    and for a layer model LAYER_SERIES after them."""
-    return tuple(chosen) + (tuple(LAYER_SERIES) if job.model.layers is not None else ())
+    and after them its model kind's extra series (a layer model's LAYER_SERIES)."""
+    return tuple(chosen) + job.model.kind.extra_series

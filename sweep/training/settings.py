@@ -215,7 +215,7 @@ def check_trainable(job, at: str = "") -> None:
     all tokens, an in-step FFN W_l x (ffn: none starts it at zero) or an MLP whose output
     matrix alone is trained, a clusters start."""
     m, init = job.model, job.init
-    need = {"model.layers": (m.layers is None, "a layer model (set model.layers)"),
+    need = {"model.layers": (not m.kind.stacked, "a layer model (set model.layers)"),
             "model.norm": (m.norm != "sphere", "norm: sphere"),
             "model.attention": (m.attention != "softmax", "attention: softmax"),
             "model.mask": (m.mask != "dense", "mask: dense"),
