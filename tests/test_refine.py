@@ -170,3 +170,31 @@ def test_python_api_names():
     import sweep
 
     assert sweep.refine is api.refine and "refine" in dir(sweep)
+
+
+def test_plot_draws_the_samples_and_thresholds_over_the_grid(tmp_path):
+    """sweep plot --refined: every sampled point and each line's threshold over the full
+    grid's heatmap, recorded in the sidecar; a file that is no refinement is refused."""
+    import json
+
+    full_cfg = config.from_dict({**CFG, "grid": {**CFG["grid"], "beta": {
+        "linspace": [0.0, 8.0, 17]}}, "output": {"path": str(tmp_path / "full.nc")}})
+    grid = api.execute(full_cfg).path
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / "full.nc")}})
+    done = api.refine_rounds(cfg, **ASK)
+    assert done.computed == 0 and set(done.phases) <= set(api.refining.PHASES)
+    assert 0 < done.overhead < done.outside_runner < 1
+    figure, numbers = tmp_path / "r.png", tmp_path / "r.json"
+    result = invoke("plot", grid, "--var", "clustered_fraction", "--x", "beta", "--y", "d",
+                    "--refined", done.path, "-o", figure, "--numbers", numbers)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(numbers.read_text())["panels"][0]["refined"]
+    ds = done.dataset
+    assert shown["jobs"] == ds.sizes["sample"] and shown["rounds"] == done.rounds
+    assert [r["points"] for r in shown["lines"]] == ds.points.values.tolist()
+    np.testing.assert_allclose([r["threshold"] for r in shown["lines"]], ds.threshold.values,
+                               rtol=1e-5)
+    assert figure.stat().st_size > 0
+    bad = invoke("plot", grid, "--var", "clustered_fraction", "--x", "beta", "--y", "d",
+                 "--refined", grid, "-o", figure)
+    assert bad.exit_code == 2 and "not a refinement" in bad.output
