@@ -6,7 +6,7 @@ SWEEP   := $(VENV)/bin/sweep
 # Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
 # ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
 
-.PHONY: install test test-physics demo bench lint clean figures docs
+.PHONY: install test test-physics demo bench bench-refine lint clean figures docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ bench: install
 	$(PY) benchmarks/targets.py
 	$(PY) benchmarks/targets_table.py
 	$(PY) benchmarks/merge_memory.py
+
+# sweep refine against the grids it replaces: the demo's question and condensation's d axis
+# at full size, both grids run too (a few minutes; docs/refine.md)
+bench-refine: install
+	$(PY) benchmarks/refine.py both
 
 # The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
 # sentence-transformers the package declares (sweep reads its files with NumPy).

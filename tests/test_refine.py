@@ -198,3 +198,23 @@ def test_plot_draws_the_samples_and_thresholds_over_the_grid(tmp_path):
     bad = invoke("plot", grid, "--var", "clustered_fraction", "--x", "beta", "--y", "d",
                  "--refined", grid, "-o", figure)
     assert bad.exit_code == 2 and "not a refinement" in bad.output
+
+
+def test_a_point_without_the_drawn_seeds_keeps_its_mean_in_the_bootstrap():
+    """refine's lines hold few seeds away from the bracket: a resample that draws none of a
+    point's seeds keeps that point's mean (sparse), where threshold's would lose the point;
+    with every seed everywhere the two are the same numbers."""
+    from sweep.analysis.thresholds import located
+
+    nan = np.nan
+    values = np.array([[0.0, 0.0, nan, nan], [0.2, 0.8, 0.3, 0.9], [1.0, 1.0, nan, nan]])
+    x = np.array([0.0, 1.0, 2.0])
+    (best, low, high), *_ = located(values, x, 0.5, "any", False, 2000, 0, 0.95, sparse=True)
+    assert 0 < best < 1 and np.isfinite(high) and low <= best <= high
+    loose = located(values, x, 0.5, "any", False, 2000, 0, 0.95)[0]
+    assert loose[0] == best and (np.isnan(loose[2]) or loose[2] >= high)
+    full = np.random.default_rng(1).random((5, 6))
+    xs = np.arange(5.0)
+    for a, b in zip(located(full, xs, 0.5, "any", False, 2000, 0, 0.95, sparse=True)[0],
+                    located(full, xs, 0.5, "any", False, 2000, 0, 0.95)[0]):
+        np.testing.assert_array_equal(a, b)

@@ -69,7 +69,7 @@ def _line_threshold(line, ask, bootstrap: int):
     for i, x in enumerate(xs):
         values[i, : len(line.values[x])] = line.values[x]
     arrays, method, _ = located(values, np.array(xs, float), rules.level, rules.direction,
-                                rules.log, bootstrap, BOOTSTRAP_SEED, CONFIDENCE)
+                                rules.log, bootstrap, BOOTSTRAP_SEED, CONFIDENCE, sparse=True)
     names = long_names(ask.var, ask.along.name, rules.level, CONFIDENCE, method)
     return (tuple(float(a) for a in arrays[:3]),
             {n: {"long_name": names[n], "units": "1"} for n in NAMES})

@@ -98,10 +98,11 @@ def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
 
 
 def located(values: np.ndarray, x: np.ndarray, level: float, direction: str, log: bool,
-            bootstrap: int, seed: int, confidence: float):
+            bootstrap: int, seed: int, confidence: float, sparse: bool = False):
     """NumPy core of `threshold`: ((threshold, low, high, *Monte Carlo errors) [rest...],
     bootstrap method, resamples) from values [rest..., along, seed] (NaN: not run) at the
-    ascending x [along]."""
+    ascending x [along]. sparse: a point keeps its seed-mean in a resample that draws none
+    of the seeds it holds (points run with a few of the seeds: `sweep refine`)."""
     with quiet():
         mean = np.nanmean(values, axis=-1)
     best = crossing(x, mean, level, direction, log)
@@ -111,7 +112,7 @@ def located(values: np.ndarray, x: np.ndarray, level: float, direction: str, log
         low = high = best
         errors = ()
     else:
-        draws = _draws(values, x, level, direction, log, counts)
+        draws = _draws(values, x, level, direction, log, counts, mean if sparse else None)
         (low, high), errors = _percentiles(draws, weights, confidence, method)
     unseen = np.isnan(best)
     low, high = np.where(unseen, np.nan, low), np.where(unseen, np.nan, high)
@@ -189,9 +190,10 @@ def _exact(seeds: int) -> tuple[np.ndarray, np.ndarray]:
     return counts, weights
 
 
-def _draws(values, x, level, direction, log, counts):
+def _draws(values, x, level, direction, log, counts, held=None):
     """The threshold of each resample: [r, rest...]; +inf where it never crosses (beyond
-    the end of the axis). values: [rest..., along, seed]."""
+    the end of the axis). values: [rest..., along, seed]. held [rest..., along]: the mean a
+    point keeps in a resample that draws none of its seeds (default NaN)."""
     finite = np.isfinite(values)
     shape, seeds = values.shape[:-1], values.shape[-1]
     # as 2-d matrices: a stacked (batched) matmul is ~25x slower for these shapes
@@ -203,6 +205,8 @@ def _draws(values, x, level, direction, log, counts):
         c = counts[start:start + block].T.astype(float)              # [seed, b]
         with np.errstate(invalid="ignore", divide="ignore"):
             means = ((vals @ c) / (weight @ c)).reshape(*shape, -1)   # [rest..., along, b]
+        if held is not None:
+            means = np.where(np.isnan(means), held[..., None], means)
         draws.append(crossing(x, np.moveaxis(means, -1, 0), level, direction, log))
     draws = np.concatenate(draws, axis=0)
     return np.where(np.isnan(draws), np.inf, draws)
