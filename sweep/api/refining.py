@@ -68,6 +68,7 @@ class Refinement:
     pending: int = 0                # ... and how many jobs of that round are not done yet
     per_round: list[int] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)  # seconds, by PHASES
+    memory: int | None = None       # bytes available, read once, at the first round run
 
     @property
     def run_seconds(self) -> float:
@@ -282,14 +283,16 @@ def _run_round(jobs: list, where, part, workers, hooks, done: Refinement,
     """Run the round's jobs not yet complete (a shard: its share; runs=False: none); False
     when some of them are still not done (other shards', or all of them when not run)."""
     from sweep.config.grid import shard as cut
-    from sweep.execution import runner
+    from sweep.execution import resources, runner
     from sweep.storage.store import JobsFailed
 
     if runs:
         todo = cut(jobs, part.index, part.count) if part else jobs
         with done.timed("preflight"):
+            if done.memory is None:
+                done.memory = resources.available_memory()
             width = preflight(where.config, todo, workers or shards.task_cpus(), merged=False,
-                              warn=not done.rounds)
+                              warn=not done.rounds, available=done.memory)
         where.keep_written()  # the round is read back at once: from memory, not its files
         with done.timed("runner"):
             report = runner.run(todo, where, workers=width, hooks=hooks)
