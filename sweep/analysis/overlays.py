@@ -136,7 +136,7 @@ def draw_threshold(ax, th, x, y, at) -> list[dict]:
             for o, t, a, b in zip(np.atleast_1d(th[other].values), *values)]
 
 
-REFINED_COLOUR = "#f0f0f0"  # near-white rings: seen on viridis's dark end and mid-tones
+REFINED_COLOUR = "white"  # white discs edged in black: seen on every viridis colour
 
 
 def check_refined(ref, path: str = "refinement file") -> None:
@@ -147,7 +147,7 @@ def check_refined(ref, path: str = "refinement file") -> None:
 
 
 def draw_refined(ax, ref, x, y, facet, value, at) -> dict:
-    """The points a refinement sampled (rings, larger with more seeds) and its threshold
+    """The points a refinement sampled (discs, larger with more seeds) and its threshold
     with its interval (error bars) over this panel; returns its jobs and rounds, and a
     record per line."""
     along = ref.attrs["along"]
@@ -166,8 +166,8 @@ def draw_refined(ax, ref, x, y, facet, value, at) -> dict:
                       ref[f"{other}_sample"].values[keep].astype(float)], axis=1)
     points, seeds = np.unique(pairs, axis=0, return_counts=True)
     a, o = at(along, points[:, 0]), at(other, points[:, 1])
-    ax.scatter(*((a, o) if along == x else (o, a)), s=6 + 3 * seeds, facecolors="none",
-               edgecolors=REFINED_COLOUR, linewidths=0.7, zorder=3,
+    ax.scatter(*((a, o) if along == x else (o, a)), s=4 + 3 * seeds, facecolors=REFINED_COLOUR,
+               edgecolors="black", linewidths=0.6, zorder=3,
                label=f"refine's samples (area: seeds), {len(pairs)} jobs")
     mid, lo, hi = (np.atleast_1d(th[v].values) for v in ("threshold", "threshold_low",
                                                          "threshold_high"))
