@@ -6,7 +6,7 @@ SWEEP   := $(VENV)/bin/sweep
 # Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
 # ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
 
-.PHONY: install test test-physics demo bench lint clean figures docs
+.PHONY: install test test-physics demo bench bench-refine lint clean figures docs
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ bench: install
 	$(PY) benchmarks/targets.py
 	$(PY) benchmarks/targets_table.py
 	$(PY) benchmarks/merge_memory.py
+
+# sweep refine against the grids it replaces: the demo's question and condensation's d axis
+# at full size, both grids run too (a few minutes; docs/refine.md)
+bench-refine: install
+	$(PY) benchmarks/refine.py both
 
 # The trained model for `sweep probe` / `sweep extract`: weights only, without the torch and
 # sentence-transformers the package declares (sweep reads its files with NumPy).
@@ -83,7 +88,8 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
-           $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json
+           $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
+           $(FIG)/refine-demo.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -93,7 +99,7 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 .PHONY: figure-files check-figures
 figures: figure-files
 	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md \
-		docs/training.md
+		docs/training.md docs/refine.md
 
 figure-files: $(FIGURES)
 
@@ -138,6 +144,23 @@ $(FIG)/condensation.png: $(RES)/condensation.nc $(RES)/condensation.threshold.nc
 	$(PLOT) $< --var n_clusters --time plateau --x beta --y d --threshold $(word 2,$^) \
 		-o $@ --numbers $(@:.png=.json)
 
+# The demo's question refined (docs/refine.md): the beta where the clustered fraction at
+# t = 30 crosses 0.5, per d, from beta = 0, 4, 8 to 0.5 in beta, over the demo's own parts
+# (every point it samples is a grid point: it reads them, computes none), beside the full
+# grid's threshold along beta; the figure and its sidecar FIG/refine-demo.json.
+$(RES)/demo.refine.nc: $(RES)/demo.nc sweep/api/refining.py sweep/analysis/refinement.py \
+		sweep/analysis/refined.py sweep/analysis/thresholds.py
+	$(SWEEP) refine configs/demo.yaml --set 'grid.beta=[0.0, 4.0, 8.0]' --set output.path=$< \
+		--var clustered_fraction --level 0.5 --along beta --tol 0.5 -o $@ > /dev/null 2>&1
+
+$(RES)/demo.beta-threshold.nc: $(RES)/demo.nc sweep/analysis/thresholds.py sweep/analysis/results.py
+	$(SWEEP) threshold $< --var clustered_fraction --along beta --level 0.5 -o $@ > /dev/null
+
+$(FIG)/refine-demo.png: $(RES)/demo.nc $(RES)/demo.beta-threshold.nc $(RES)/demo.refine.nc \
+		sweep/analysis/overlays.py $(ANALYSIS)
+	$(PLOT) $< --var clustered_fraction --x beta --y d --threshold $(word 2,$^) \
+		--refined $(word 3,$^) -o $@ --numbers $(@:.png=.json)
+
 $(FIG)/condensation-lines.png: $(RES)/condensation.nc $(ANALYSIS)
 	$(PLOT) $< --var n_clusters --x time --sel d=16 -o $@ --numbers $(@:.png=.json)
 
@@ -146,7 +169,7 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
-		docs/models.md docs/training.md
+		docs/models.md docs/training.md docs/refine.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.

@@ -8,15 +8,19 @@ full grid's spacing (0.5). Jobs, wall, threshold and interval both ways, from on
 each in its own fresh parts folder, the kernels compiled beforehand (neither pays for them).
 
 condensation: configs/condensation.yaml's question (n_clusters, time plateau, level 1.5,
-upward, along beta, per d in 2..128, 4 seeds) to a bracket of 0.1 in beta, against the jobs
-of a uniform grid of spacing 0.1 over the config's beta range (counted, not run).
+upward, along beta, per d in 2..128, 4 seeds, t_max 100) to a bracket of 0.1 in beta,
+starting from beta = 0, 3, ..., 12 (--cond-start), against a uniform grid of spacing 0.1
+over the config's beta range (0..12, 121 betas): its jobs counted, and unless --no-grid
+run (wall, thresholds).
 
-Both record refine's own overhead (planning rounds and reading results between them: the
-share of its wall not spent in the runner). --scale shrinks the runs for a small machine
-(t_max and the d axis of condensation; the grid's jobs are counted at the same size).
+Both record refine's overhead as Refinement.overhead defines it: the share of refine's wall
+spent between rounds (planning them, building their jobs, their preflight, reading their
+results back), beside the share outside the runner (which adds the final dataset and its
+netCDF file) and the seconds of every phase. --quick shrinks condensation for a small
+machine (d in {2, 8, 32}, t_max 50).
 Written as JSON to benchmarks/results/refine-*.json.
-Usage: python benchmarks/refine.py [demo|condensation|both] [--start B ...] [--workers N]
-       [--quick]  (--quick: condensation with d in {2, 8, 32} and t_max 50)
+Usage: python benchmarks/refine.py [demo|condensation|both] [--start B ...]
+       [--cond-start B ...] [--workers N] [--quick] [--no-grid]
 """
 
 from __future__ import annotations
@@ -71,32 +75,44 @@ def demo(folder: Path, start: list[float], workers: int | None) -> dict:
             "jobs_ratio": done.jobs / grid_jobs, "within_grid_interval": within}
 
 
-def condensation(folder: Path, workers: int | None, quick: bool) -> dict:
+def condensation(folder: Path, start: list[float], workers: int | None, quick: bool,
+                 grid_run: bool) -> dict:
     import numpy as np
 
     import sweep
 
     extra = ["integrate.t_max=50.0"] if quick else []
-    grid = {"beta": [0.0, 6.0, 12.0], **({"d": [2, 8, 32]} if quick else {})}
-    cfg = load("condensation", folder / "cond", grid, extra)
+    d = {"d": [2, 8, 32]} if quick else {}
+    cfg = load("condensation", folder / "cond", {"beta": start, **d}, extra)
     sweep.compile_kernels(cfg)
     done = sweep.api.refine_rounds(cfg, "n_clusters", 1.5, "beta", 0.1, time="plateau",
                                    direction="up", workers=workers)
     ds = done.dataset
-    betas = np.arange(0.0, 12.0 + 1e-9, 0.1).size
-    uniform = betas * ds.sizes["d"] * ds.attrs["seeds"]
-    return {"question": "beta where the plateau n_clusters first rises through 1.5, per d",
-            "start": grid["beta"], "tolerance": 0.1, "quick": quick, "extra": extra,
-            "uniform_grid_jobs": uniform, "refine": _refined(done, ["d"]),
-            "jobs_ratio": done.jobs / uniform,
-            "bracket_widths": (ds.bracket_high - ds.bracket_low).values.tolist()}
+    betas = np.round(np.arange(0.0, 12.0 + 1e-9, 0.1), 10).tolist()
+    uniform = len(betas) * ds.sizes["d"] * ds.attrs["seeds"]
+    report = {"question": "beta where the plateau n_clusters first rises through 1.5, per d",
+              "start": start, "tolerance": 0.1, "quick": quick, "extra": extra,
+              "d": ds.d.values.tolist(), "uniform_grid_jobs": uniform,
+              "refine": _refined(done, ["d"]), "jobs_ratio": done.jobs / uniform,
+              "bracket_widths": (ds.bracket_high - ds.bracket_low).values.tolist()}
+    if grid_run:  # the uniform grid itself, in its own parts folder
+        grid_cfg = load("condensation", folder / "cond-grid",
+                        {"beta": {"linspace": [0.0, 12.0, len(betas)]}, **d}, extra)
+        t0 = time.perf_counter()
+        full = sweep.run(grid_cfg, workers=workers)
+        report["uniform_grid_wall_s"] = time.perf_counter() - t0
+        th = sweep.threshold(full, "n_clusters", along="beta", level=1.5, time="plateau",
+                             direction="up")
+        report["uniform_grid_lines"] = line_values(th, ["d"])
+    return report
 
 
 def _refined(done, dims: list[str]) -> dict:
     ds = done.dataset
     return {"jobs": done.jobs, "rounds": done.rounds, "per_round": done.per_round,
             "wall_s": done.seconds, "runner_s": done.run_seconds,
-            "overhead_share": done.overhead, "lines": line_values(ds, dims),
+            "overhead_share": done.overhead, "outside_runner_share": done.outside_runner,
+            "phases_s": done.phases, "lines": line_values(ds, dims),
             "brackets": [[float(a), float(b)] for a, b in zip(ds.bracket_low.values.ravel(),
                                                               ds.bracket_high.values.ravel())],
             "settled": ds.settled.values.ravel().tolist()}
@@ -106,16 +122,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("which", nargs="?", default="both",
                         choices=("demo", "condensation", "both"))
-    parser.add_argument("--start", nargs="+", type=float, default=[0.0, 4.0, 8.0])
+    parser.add_argument("--start", nargs="+", type=float, default=[0.0, 4.0, 8.0],
+                        help="demo: refine's start (default 0 4 8)")
+    parser.add_argument("--cond-start", nargs="+", type=float, default=[0.0, 3.0, 6.0, 9.0, 12.0],
+                        help="condensation: refine's start (default 0 3 6 9 12)")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--no-grid", action="store_true",
+                        help="condensation: count the uniform grid's jobs, do not run it")
     args = parser.parse_args()
     report = {}
     with tempfile.TemporaryDirectory() as tmp:
         if args.which in ("demo", "both"):
             report["demo"] = demo(Path(tmp), args.start, args.workers)
         if args.which in ("condensation", "both"):
-            report["condensation"] = condensation(Path(tmp), args.workers, args.quick)
+            report["condensation"] = condensation(Path(tmp), args.cond_start, args.workers,
+                                                  args.quick, not args.no_grid)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out = ROOT / "benchmarks" / "results" / f"refine-{stamp}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")

@@ -186,6 +186,33 @@ def condensation_prose() -> str:
     return wrap(f"The threshold grows with d (beta of about {listed}{missing}).{blank}")
 
 
+def refine_table() -> str:
+    """docs/refine.md: refine's threshold per d beside the full grid's, from one sidecar."""
+    shown = load("refine-demo.json")
+    panel = shown["panels"][0]
+    refined, grid = panel["refined"], {r["d"]: r for r in panel["threshold"]}
+    rows = ["| d | full grid: threshold | its 95% interval | refine: threshold | its 95% interval"
+            " | points sampled |", "|---|---|---|---|---|---|"]
+    for r in refined["lines"]:
+        g = grid[r["d"]]
+        rows.append(f"| {r['d']:g} | {g['threshold']:.4g} | {_ends(g)} "
+                    f"| {r['threshold']:.4g} | {_ends(r)} | {r['points']} |")
+    jobs, total = refined["jobs"], shown["runs"]["ok"]
+    inside = all(grid[r["d"]]["low"] <= r["threshold"] <= grid[r["d"]]["high"]
+                 for r in refined["lines"])
+    return "\n".join(rows) + "\n\n" + wrap(
+        f"Refine ran {jobs} jobs in {refined['rounds']} rounds (tolerance "
+        f"{refined['tolerance']}), {jobs / total:.0%} of the full grid's {total} "
+        f"({shown['seeds']} seeds each way); its thresholds "
+        f"{'lie' if inside else 'do not all lie'} inside the full grid's intervals.")
+
+
+def _ends(row: dict) -> str:
+    """A threshold's interval as [low, high]; an end that is None is open."""
+    return "[" + ", ".join("open" if v is None else f"{v:.4g}"
+                           for v in (row["low"], row["high"])) + "]"
+
+
 def wrap(text: str) -> str:
     import textwrap
 
@@ -482,7 +509,7 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "training-table": training_table, "training-prose": training_prose,
              "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose,
              "train-regularizer-table": train_regularizer_table,
-             "train-init-table": train_init_table}
+             "train-init-table": train_init_table, "refine-table": refine_table}
 
 
 def render(text: str) -> str:

@@ -170,3 +170,74 @@ def test_python_api_names():
     import sweep
 
     assert sweep.refine is api.refine and "refine" in dir(sweep)
+
+
+def test_plot_draws_the_samples_and_thresholds_over_the_grid(tmp_path):
+    """sweep plot --refined: every sampled point and each line's threshold over the full
+    grid's heatmap, recorded in the sidecar; a file that is no refinement is refused."""
+    import json
+
+    full_cfg = config.from_dict({**CFG, "grid": {**CFG["grid"], "beta": {
+        "linspace": [0.0, 8.0, 17]}}, "output": {"path": str(tmp_path / "full.nc")}})
+    grid = api.execute(full_cfg).path
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / "full.nc")}})
+    done = api.refine_rounds(cfg, **ASK)
+    assert done.computed == 0 and set(done.phases) <= set(api.refining.PHASES)
+    assert 0 < done.overhead < done.outside_runner < 1
+    figure, numbers = tmp_path / "r.png", tmp_path / "r.json"
+    result = invoke("plot", grid, "--var", "clustered_fraction", "--x", "beta", "--y", "d",
+                    "--refined", done.path, "-o", figure, "--numbers", numbers)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(numbers.read_text())["panels"][0]["refined"]
+    ds = done.dataset
+    assert shown["jobs"] == ds.sizes["sample"] and shown["rounds"] == done.rounds
+    assert [r["points"] for r in shown["lines"]] == ds.points.values.tolist()
+    np.testing.assert_allclose([r["threshold"] for r in shown["lines"]], ds.threshold.values,
+                               rtol=1e-5)
+    assert figure.stat().st_size > 0
+    bad = invoke("plot", grid, "--var", "clustered_fraction", "--x", "beta", "--y", "d",
+                 "--refined", grid, "-o", figure)
+    assert bad.exit_code == 2 and "not a refinement" in bad.output
+
+
+def test_a_point_without_the_drawn_seeds_keeps_its_mean_in_the_bootstrap():
+    """refine's lines hold few seeds away from the bracket: a resample that draws none of a
+    point's seeds keeps that point's mean (sparse), where threshold's would lose the point;
+    with every seed everywhere the two are the same numbers."""
+    from sweep.analysis.thresholds import located
+
+    nan = np.nan
+    values = np.array([[0.0, 0.0, nan, nan], [0.2, 0.8, 0.3, 0.9], [1.0, 1.0, nan, nan]])
+    x = np.array([0.0, 1.0, 2.0])
+    (best, low, high), *_ = located(values, x, 0.5, "any", False, 2000, 0, 0.95, sparse=True)
+    assert 0 < best < 1 and np.isfinite(high) and low <= best <= high
+    loose = located(values, x, 0.5, "any", False, 2000, 0, 0.95)[0]
+    assert loose[0] == best and (np.isnan(loose[2]) or loose[2] >= high)
+    full = np.random.default_rng(1).random((5, 6))
+    xs = np.arange(5.0)
+    for a, b in zip(located(full, xs, 0.5, "any", False, 2000, 0, 0.95, sparse=True)[0],
+                    located(full, xs, 0.5, "any", False, 2000, 0, 0.95)[0]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_round_read_from_memory_is_the_part_on_disk(tmp_path):
+    """Store.keep_written: read_each serves the arrays this store just wrote, the same bits
+    as a fresh store reading the files; a part rewritten since is read from its file."""
+    cfg = config.from_dict({**CFG, "output": {"path": str(tmp_path / "m.nc")}})
+    jobs = api.refining._round_jobs(cfg, api.refining.question(
+        cfg, ASK["var"], 0.3, "beta", 0.5, None, None, None, "any"),
+        {c: first_round([0.0, 4.0, 8.0], _rules(cfg)) for c in [(0,), (1,)]})
+    kept = Store(cfg)
+    kept.keep_written()
+    runner.run(jobs, kept, workers=2)
+    assert kept._kept and all(kept._held(n, kept.index().known[n]) is not None
+                              for n in kept._kept)
+    fresh = Store(cfg)
+    for (_, a, _), (_, b, _) in zip(kept.read_each(jobs), fresh.read_each(jobs)):
+        np.testing.assert_array_equal(a.observables, b.observables)
+        assert a.status == b.status
+    name = next(iter(kept._kept))
+    header = kept.index().known[name]
+    moved = type(header)(header.ids, header.status, header.errors, header.size,
+                         header.mtime + 1)
+    assert kept._held(name, moved) is None  # not the file it wrote: read from disk

@@ -136,6 +136,53 @@ def draw_threshold(ax, th, x, y, at) -> list[dict]:
             for o, t, a, b in zip(np.atleast_1d(th[other].values), *values)]
 
 
+REFINED_COLOUR = "white"  # white discs edged in black: seen on every viridis colour
+
+
+def check_refined(ref, path: str = "refinement file") -> None:
+    """ref must be a `sweep refine` dataset (its samples and thresholds)."""
+    if "sample" not in ref.dims or "along" not in ref.attrs or "threshold" not in ref:
+        raise ConfigError(f"{path}: not a refinement (no sample dimension; `sweep refine` "
+                          "writes one)")
+
+
+def draw_refined(ax, ref, x, y, facet, value, at) -> dict:
+    """The points a refinement sampled (discs, larger with more seeds) and its threshold
+    with its interval (error bars) over this panel; returns its jobs and rounds, and a
+    record per line."""
+    along = ref.attrs["along"]
+    if along not in (x, y):
+        raise ConfigError(f"refinement file: along {along!r} is not an axis of this plot "
+                          f"({x}, {y})")
+    other = y if along == x else x
+    if f"{other}_sample" not in ref.coords:
+        raise ConfigError(f"refinement file: has no axis {other!r} to draw against")
+    keep = np.ones(ref.sizes["sample"], bool)
+    if facet and f"{facet}_sample" in ref.coords:
+        keep = np.asarray(ref[f"{facet}_sample"].values == value)
+    th = panel_slice(ref[["threshold", "threshold_low", "threshold_high", "points"]],
+                     facet, value, "refinement")
+    pairs = np.stack([ref[f"{along}_sample"].values[keep],
+                      ref[f"{other}_sample"].values[keep].astype(float)], axis=1)
+    points, seeds = np.unique(pairs, axis=0, return_counts=True)
+    a, o = at(along, points[:, 0]), at(other, points[:, 1])
+    ax.scatter(*((a, o) if along == x else (o, a)), s=4 + 3 * seeds, facecolors=REFINED_COLOUR,
+               edgecolors="black", linewidths=0.6, zorder=3,
+               label=f"refine's samples (area: seeds), {len(pairs)} jobs")
+    mid, lo, hi = (np.atleast_1d(th[v].values) for v in ("threshold", "threshold_low",
+                                                         "threshold_high"))
+    p, m = at(other, np.atleast_1d(th[other].values)), at(along, mid)
+    bars = [np.nan_to_num(m - at(along, lo)), np.nan_to_num(at(along, hi) - m)]
+    ax.errorbar(*((m, p) if along == x else (p, m)), **{"xerr" if along == x else "yerr":
+                bars}, fmt="D", ms=4, color="black", mfc=REFINED_COLOUR, lw=1, zorder=4,
+                label="refine's threshold (95% bootstrap interval)")
+    lines = [{other: number(q), "points": int(n), "threshold": number(t), "low": number(lw),
+              "high": number(h)} for q, n, t, lw, h in zip(
+                  np.atleast_1d(th[other].values), np.atleast_1d(th.points.values), mid, lo, hi)]
+    return {"jobs": int(keep.sum()), "rounds": int(ref.attrs.get("rounds", 0)),
+            "tolerance": str(ref.attrs.get("tolerance")), "lines": lines}
+
+
 def draw_theory(ax, theory, x, y, facet, value, at) -> dict:
     """The theory boundary (dashed red); returns its points."""
     kind = theory.attrs.get("theory")

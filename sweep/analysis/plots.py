@@ -34,16 +34,17 @@ def _pyplot():
 
 def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
          selection=None, threshold=None, theory=None, series: str | None = None,
-         numbers_path=None) -> Path:
+         numbers_path=None, refined=None) -> Path:
     """Draw a heatmap of var over (x, y), or with y=None lines of var against x; save it,
     and with numbers_path the JSON of the numbers it shows.
 
     A dimension left over after the axes, `selection` and the seed statistic becomes one
     panel per value (at most MAX_FACETS). threshold: a `sweep threshold` dataset of these
     results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
-    t_boundary or rho, or kappa-c noise_c) for the data's n and attention model.
+    t_boundary or rho, or kappa-c noise_c) for the data's n and attention model; refined:
+    a `sweep refine` dataset, its samples and thresholds drawn over the heatmap.
     """
-    path = _checked(path, ds, threshold, theory)
+    path = _checked(path, ds, threshold, theory, refined)
     axes = [x] if y is None else [x, y]
     da = results.variable(ds, var)
     if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
@@ -72,7 +73,8 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
             mesh = _heatmap(ax, part, x, y, norm)
             record.update(_nan_cells(ax, part.centre,
                                      labels.nan_reason(ds, var, when, fr.statistic)))
-            record.update(_overlay(ax, part.centre, x, y, facet, value, threshold, theory))
+            record.update(_overlay(ax, part.centre, x, y, facet, value, threshold, theory,
+                                   refined))
         record.update(_constant(ax, part.centre, record["panel"]))
         shown["panels"].append(record)
     if y is not None:
@@ -81,13 +83,15 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     return path
 
 
-def _checked(path, ds, threshold, theory) -> Path:
+def _checked(path, ds, threshold, theory, refined=None) -> Path:
     """The figure's path, once the overlays are known to fit the data."""
     path = Path(path)
     if path.suffix.lower() not in (".png", ".pdf", ".svg"):
         raise ConfigError(f"{path}: the figure must end in .png, .pdf or .svg")
     if threshold is not None:
         overlays.check_threshold(threshold, ds)
+    if refined is not None:
+        overlays.check_refined(refined)
     if theory is not None:
         overlays.check_theory(theory, ds)
     return path
@@ -299,8 +303,8 @@ def _legend(fig, axes) -> None:
 
 # ---------------------------------------------------------------- overlays
 
-def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> dict:
-    if threshold is None and theory is None:
+def _overlay(ax, mean, x, y, facet, value, threshold, theory, refined=None) -> dict:
+    if threshold is None and theory is None and refined is None:
         return {}
     ax.autoscale(False)  # overlays are clipped to the measured grid, not stretching it
     where = {a: place(mean[a]) for a in (x, y)}
@@ -314,6 +318,8 @@ def _overlay(ax, mean, x, y, facet, value, threshold, theory) -> dict:
         record["threshold"] = overlays.draw_threshold(ax, th, x, y, at)
     if theory is not None:
         record["theory"] = overlays.draw_theory(ax, theory, x, y, facet, value, at)
+    if refined is not None:
+        record["refined"] = overlays.draw_refined(ax, refined, x, y, facet, value, at)
     if "threshold" in record and "theory" in record:
         along = threshold.attrs["along"]
         record["deviation"] = overlays.deviations(record["threshold"], record["theory"], along)

@@ -6,11 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from sweep.analysis.refinement import bracket, requests
-from sweep.analysis.thresholds import threshold
+from sweep.analysis.thresholds import located, long_names
 from sweep.storage.coords import int32
 from sweep.storage.netcdf import environment
 
 BOOTSTRAP_SEED = 0
+CONFIDENCE = 0.95
+NAMES = ("threshold", "threshold_low", "threshold_high")
 
 
 def refined_dataset(config, ask, lines: dict, samples: list, budget_hit: bool,
@@ -23,9 +25,8 @@ def refined_dataset(config, ask, lines: dict, samples: list, budget_hit: bool,
     dims = [a.name for a in ask.others]
     shape = tuple(len(a) for a in ask.others)
     per_line = {c: _line_threshold(line, ask, bootstrap) for c, line in lines.items()}
-    names = ("threshold", "threshold_low", "threshold_high")
     data = {}
-    for k, name in enumerate(names):
+    for k, name in enumerate(NAMES):
         values = np.array([per_line[c][0][k] for c in lines]).reshape(shape)
         data[name] = (dims, values, per_line[next(iter(lines))][1][name])
     ends = {c: bracket(line, rules) for c, line in lines.items()}
@@ -58,29 +59,24 @@ def refined_dataset(config, ask, lines: dict, samples: list, budget_hit: bool,
 
 def _line_threshold(line, ask, bootstrap: int):
     """((threshold, low, high), the variables' attributes) of one line, from its points
-    on the axis and every seed (NaN where a seed was not run there)."""
-    import xarray as xr
-
-    rules, along = ask.rules, ask.along.name
+    on the axis and every seed (NaN where a seed was not run there), as `threshold`
+    finds them (its NumPy core: no xarray per line)."""
+    rules = ask.rules
     xs = line.xs()
     if len(xs) < 2:
         return (np.nan,) * 3, _empty_attrs()
     values = np.full((len(xs), len(rules.seeds)), np.nan)
     for i, x in enumerate(xs):
         values[i, : len(line.values[x])] = line.values[x]
-    attrs = {"spacing": "log"} if rules.log else {}
-    da = xr.DataArray(values, dims=(along, "seed"), name=ask.var,
-                      coords={along: (along, np.array(xs, float), attrs),
-                              "seed": list(rules.seeds)})
-    th = threshold(xr.Dataset({ask.var: da}), ask.var, along, rules.level, None, bootstrap,
-                   BOOTSTRAP_SEED, rules.direction)
-    found = tuple(float(th[n]) for n in ("threshold", "threshold_low", "threshold_high"))
-    return found, {n: dict(th[n].attrs) for n in ("threshold", "threshold_low",
-                                                  "threshold_high")}
+    arrays, method, _ = located(values, np.array(xs, float), rules.level, rules.direction,
+                                rules.log, bootstrap, BOOTSTRAP_SEED, CONFIDENCE, sparse=True)
+    names = long_names(ask.var, ask.along.name, rules.level, CONFIDENCE, method)
+    return (tuple(float(a) for a in arrays[:3]),
+            {n: {"long_name": names[n], "units": "1"} for n in NAMES})
 
 
 def _empty_attrs() -> dict:
-    return {n: {"units": "1"} for n in ("threshold", "threshold_low", "threshold_high")}
+    return {n: {"units": "1"} for n in NAMES}
 
 
 def _samples(ask, lines: dict, samples: list) -> dict:

@@ -14,6 +14,7 @@ each end of the interval is reported beside it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -88,6 +89,20 @@ def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
         raise ConfigError(f"confidence: must lie in (0, 1), got {confidence}")
     da, dim, x, log = _prepare(variable(ds, var), along, time)
     values = da.transpose(..., dim, "seed").values.astype(float)    # [rest..., along, seed]
+    arrays, method, count = located(values, x, level, direction, log, bootstrap, seed,
+                                    confidence)
+    attrs = {"var": var, "along": along, "level": level, "time": _time_label(time, da, dim),
+             "direction": direction, "bootstrap": method, "bootstrap_resamples": count,
+             "bootstrap_seed": seed, "confidence": confidence, "seeds": da.sizes["seed"]}
+    return _threshold_dataset(da, dim, arrays, attrs, ds, command)
+
+
+def located(values: np.ndarray, x: np.ndarray, level: float, direction: str, log: bool,
+            bootstrap: int, seed: int, confidence: float, sparse: bool = False):
+    """NumPy core of `threshold`: ((threshold, low, high, *Monte Carlo errors) [rest...],
+    bootstrap method, resamples) from values [rest..., along, seed] (NaN: not run) at the
+    ascending x [along]. sparse: a point keeps its seed-mean in a resample that draws none
+    of the seeds it holds (points run with a few of the seeds: `sweep refine`)."""
     with quiet():
         mean = np.nanmean(values, axis=-1)
     best = crossing(x, mean, level, direction, log)
@@ -97,16 +112,22 @@ def threshold(ds, var: str, along: str = "beta", level: float = 0.5, time=None,
         low = high = best
         errors = ()
     else:
-        draws = _draws(values, x, level, direction, log, counts)
+        draws = _draws(values, x, level, direction, log, counts, mean if sparse else None)
         (low, high), errors = _percentiles(draws, weights, confidence, method)
     unseen = np.isnan(best)
     low, high = np.where(unseen, np.nan, low), np.where(unseen, np.nan, high)
     errors = tuple(np.where(unseen, np.nan, e) for e in errors)
-    attrs = {"var": var, "along": along, "level": level, "time": _time_label(time, da, dim),
-             "direction": direction, "bootstrap": method,
-             "bootstrap_resamples": 0 if counts is None else len(counts),
-             "bootstrap_seed": seed, "confidence": confidence, "seeds": da.sizes["seed"]}
-    return _threshold_dataset(da, dim, (best, low, high, *errors), attrs, ds, command)
+    return (best, low, high, *errors), method, 0 if counts is None else len(counts)
+
+
+def long_names(var: str, along: str, level: float, confidence: float, method: str) -> dict:
+    """The long_name of each variable a threshold dataset holds."""
+    what = f"{along} where the seed-mean {var} first crosses {level:g}"
+    ci = f"{confidence:.0%} bootstrap interval ({method})"
+    return {"threshold": what, "threshold_low": f"lower end of the {ci}",
+            "threshold_high": f"upper end of the {ci}",
+            "threshold_low_mc_error": "Monte Carlo error of threshold_low",
+            "threshold_high_mc_error": "Monte Carlo error of threshold_high"}
 
 
 def _prepare(da, along: str, time):
@@ -149,20 +170,30 @@ def resamples(seeds: int, points: int, samples: int, seed: int):
         return None, None, "none"
     total = math.comb(2 * seeds - 1, seeds)
     if total <= EXACT_RESAMPLES and total * points <= EXACT_VALUES:
-        picks = itertools.combinations_with_replacement(range(seeds), seeds)
-        counts = np.array([np.bincount(p, minlength=seeds) for p in picks])
-        logp = (math.lgamma(seeds + 1) - np.sum([[math.lgamma(c + 1) for c in row]
-                                                 for row in counts], axis=1)
-                - seeds * math.log(seeds))
-        return counts, np.exp(logp), "exact"
+        counts, weights = _exact(seeds)
+        return counts, weights, "exact"
     counts = np.random.default_rng(seed).multinomial(seeds, np.full(seeds, 1.0 / seeds),
                                                      size=samples)
     return counts, np.full(samples, 1.0 / samples), "monte carlo"
 
 
-def _draws(values, x, level, direction, log, counts):
+@functools.lru_cache(maxsize=8)
+def _exact(seeds: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every multiset of `seeds` draws as counts [r, seeds], and its probability (read-only:
+    shared by every call with as many seeds)."""
+    picks = np.array(list(itertools.combinations_with_replacement(range(seeds), seeds)))
+    counts = (picks[:, :, None] == np.arange(seeds)).sum(axis=1)
+    lgammas = np.array([math.lgamma(c + 1) for c in range(seeds + 1)])
+    logp = math.lgamma(seeds + 1) - lgammas[counts].sum(axis=1) - seeds * math.log(seeds)
+    weights = np.exp(logp)
+    counts.flags.writeable = weights.flags.writeable = False
+    return counts, weights
+
+
+def _draws(values, x, level, direction, log, counts, held=None):
     """The threshold of each resample: [r, rest...]; +inf where it never crosses (beyond
-    the end of the axis). values: [rest..., along, seed]."""
+    the end of the axis). values: [rest..., along, seed]. held [rest..., along]: the mean a
+    point keeps in a resample that draws none of its seeds (default NaN)."""
     finite = np.isfinite(values)
     shape, seeds = values.shape[:-1], values.shape[-1]
     # as 2-d matrices: a stacked (batched) matmul is much slower for these shapes
@@ -174,6 +205,8 @@ def _draws(values, x, level, direction, log, counts):
         c = counts[start:start + block].T.astype(float)              # [seed, b]
         with np.errstate(invalid="ignore", divide="ignore"):
             means = ((vals @ c) / (weight @ c)).reshape(*shape, -1)   # [rest..., along, b]
+        if held is not None:
+            means = np.where(np.isnan(means), held[..., None], means)
         draws.append(crossing(x, np.moveaxis(means, -1, 0), level, direction, log))
     draws = np.concatenate(draws, axis=0)
     return np.where(np.isnan(draws), np.inf, draws)
@@ -215,12 +248,8 @@ def _threshold_dataset(da, dim, arrays, attrs, source, command=None):
     rest = [d for d in da.dims if d not in (dim, "seed")]  # in the order of the arrays
     coords = {k: c for k, c in da.coords.items() if set(c.dims) <= set(rest)}
     units = da[attrs["along"]].attrs.get("units", "1")
-    what = f"{attrs['along']} where the seed-mean {attrs['var']} first crosses {attrs['level']:g}"
-    ci = f"{attrs['confidence']:.0%} bootstrap interval ({attrs['bootstrap']})"
-    names = {"threshold": what, "threshold_low": f"lower end of the {ci}",
-             "threshold_high": f"upper end of the {ci}",
-             "threshold_low_mc_error": "Monte Carlo error of threshold_low",
-             "threshold_high_mc_error": "Monte Carlo error of threshold_high"}
+    names = long_names(attrs["var"], attrs["along"], attrs["level"], attrs["confidence"],
+                       attrs["bootstrap"])
     data = {name: (rest, arr, {"long_name": text, "units": units})
             for (name, text), arr in zip(names.items(), arrays)}
     title = f"threshold of {attrs['var']}: {source.attrs.get('title', '')}"

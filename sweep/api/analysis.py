@@ -84,20 +84,21 @@ def _written(result: xarray.Dataset, out: str | Path | None) -> xarray.Dataset:
 def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
          x: str = "beta", y: str | None = None, time: str | float | None = None,
          sel: dict[str, float | str] | None = None, lines: str | None = None, threshold=None,
-         theory=None, numbers: str | Path | None = None) -> Path:
+         theory=None, numbers: str | Path | None = None, refined=None) -> Path:
     """A phase diagram of `var` over (x, y), with a threshold and a theory curve drawn on it,
     or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg; default
     figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at one of
     their grid values (exactly; ConfigError naming the nearest otherwise); threshold, theory:
-    datasets or their files; numbers: also write the numbers the figure shows (JSON)."""
+    datasets or their files; refined: a `sweep refine` dataset or file, its samples and
+    thresholds drawn over the heatmap; numbers: also write the numbers the figure shows."""
     from sweep.analysis import plots
 
     if path is None:
         if not isinstance(ds, (str, Path)):
             raise ConfigError("plot: name the figure file (path=...) for a dataset in memory")
         path = Path("figures") / f"{Path(ds).stem}-{var}.png"
-    extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory))
-             if v is not None}
+    extra = {k: _dataset(v) for k, v in (("threshold", threshold), ("theory", theory),
+                                         ("refined", refined)) if v is not None}
     try:
         return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
                           series=lines, numbers_path=numbers, **extra)

@@ -11,6 +11,7 @@ finished rounds from disk and resumes at the same one.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import time as clock
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sweep.analysis.refinement import Line, Rules, check_level, first_round, requests, tolerance
+from sweep.analysis.results import plateau, quiet
 from sweep.api.sweeping import output, preflight, resolve_shard, store
 from sweep.config.grid import Axis, Jobs, axes, expand
 from sweep.config.schema import Config
@@ -51,24 +53,55 @@ class Question:
 
 @dataclass
 class Refinement:
-    """What `refine_rounds` did: the located thresholds and samples (None for a shard that
-    left its round unfinished), the rounds and jobs, and where the wall time went."""
+    """What `refine_rounds` did: the located thresholds and samples (None for a call that
+    stopped at an unfinished round: a shard, a task of one round, a driver), the rounds and
+    jobs, and where the wall time went."""
 
     dataset: xarray.Dataset | None = None
     path: Path | None = None
-    rounds: int = 0
+    rounds: int = 0                 # rounds complete (when stopped: the round it stopped at)
     jobs: int = 0
     computed: int = 0               # jobs computed by this call (the rest were read)
-    run_seconds: float = 0.0        # in the runner
     seconds: float = 0.0            # in all
     stopped_by_budget: bool = False
-    waiting: str = ""               # a shard: why it stopped before the end
+    waiting: str = ""               # why it stopped before the end
+    pending: int = 0                # ... and how many jobs of that round are not done yet
     per_round: list[int] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds, by PHASES
+    memory: int | None = None       # bytes available, read once, at the first round run
+
+    @property
+    def run_seconds(self) -> float:
+        """Seconds in the runner (sweep.execution.runner.run), over every round."""
+        return self.phases.get("runner", 0.0)
 
     @property
     def overhead(self) -> float:
-        """The share of the wall time spent planning and reading, not in the runner."""
+        """Refine's own share of its wall time between rounds: planning them, building their
+        jobs, their preflight and reading them back (BETWEEN); docs/refine.md."""
+        spent = sum(self.phases.get(p, 0.0) for p in BETWEEN)
+        return spent / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def outside_runner(self) -> float:
+        """The share of the wall time not in the runner: the overhead, the final dataset and
+        its file, and the rest (loading, checking the question)."""
         return 1.0 - self.run_seconds / self.seconds if self.seconds > 0 else 0.0
+
+    @contextlib.contextmanager
+    def timed(self, phase: str):
+        t0 = clock.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[phase] = self.phases.get(phase, 0.0) + clock.perf_counter() - t0
+
+
+# reductions over time taken per job without xarray (plateau: the function at_time applies;
+# max and min: exact, whatever the order); a mean or a saved time goes through at_time
+EXACT = {"plateau": plateau, "max": np.nanmax, "min": np.nanmin}
+PHASES = ("plan", "jobs", "preflight", "runner", "read", "dataset", "write")
+BETWEEN = ("plan", "jobs", "preflight", "read")  # refine's own work between rounds
 
 
 def question(config: Config, var: str, level: float, along: str, tol, budget: int | None,
@@ -150,8 +183,12 @@ def refine_rounds(config: Config, var: str, level: float = 0.5, along: str = "be
                   tol: float | str = 0.1, budget: int | None = None,
                   seeds_per_point: int | None = None, time=None, direction: str = "any",
                   out=None, workers: int | None = None, shard=None,
-                  hooks: Hooks | None = None) -> Refinement:
-    """`refine`, reporting its rounds, jobs and wall time (what `sweep refine` prints)."""
+                  hooks: Hooks | None = None, only: int | None = None,
+                  compute: bool = True) -> Refinement:
+    """`refine`, reporting its rounds, jobs and wall time (what `sweep refine` prints).
+    only: run round `only` alone (its shard), then stop, the rounds before it being read (a
+    task of one round's job array); compute=False: run nothing, stop at the first round not
+    done (`sweep submit --refine`'s driver)."""
     from sweep.analysis.refined import refined_dataset
     from sweep.execution import runner
     from sweep.scheduling.signals import stop_on_signals
@@ -165,23 +202,44 @@ def refine_rounds(config: Config, var: str, level: float = 0.5, along: str = "be
     lines = {combo: Line({}) for combo in _combos(ask.others)}
     samples: list[tuple[tuple, float, int, int]] = []  # (combo, x, seed, round) per job
     with stop_on_signals():
-        while wanted := _wanted(lines, ask, done.rounds):
-            jobs = _round_jobs(config, ask, wanted)
+        while wanted := _timed(done, "plan", _wanted, lines, ask, done.rounds):
+            jobs = _timed(done, "jobs", _round_jobs, config, ask, wanted)
             if ask.budget is not None and done.jobs + len(jobs) > ask.budget:
                 done.stopped_by_budget = True
                 break
-            if not _run_round(jobs, where, part, workers, hooks, done):
-                return done
-            for (combo, x, seeds), values in zip(_flat(wanted), _read(where, jobs, ask)):
-                held = lines[combo].values.get(x, np.empty(0))
-                lines[combo].values[x] = np.concatenate([held, values])
-                samples += [(combo, x, s, done.rounds) for s in seeds]
+            runs = compute and only in (None, done.rounds)
+            if not _run_round(jobs, where, part if runs else None, workers, hooks, done, runs):
+                return _stopped(done, start)
+            with done.timed("read"):
+                _record(lines, samples, wanted, _read(where, jobs, ask), done.rounds)
             done.rounds, done.jobs = done.rounds + 1, done.jobs + len(jobs)
             done.per_round.append(len(jobs))
-    done.dataset = refined_dataset(config, ask, lines, samples, done.stopped_by_budget)
-    done.path = write_dataset(done.dataset, target)
+            if only is not None and done.rounds > only:
+                return _stopped(done, start, f"round {only} is done")
+    done.dataset = _timed(done, "dataset", refined_dataset, config, ask, lines, samples,
+                          done.stopped_by_budget)
+    done.path = _timed(done, "write", write_dataset, done.dataset, target)
     done.seconds = clock.perf_counter() - start
     return done
+
+
+def _timed(done: Refinement, phase: str, call, *args):
+    with done.timed(phase):
+        return call(*args)
+
+
+def _stopped(done: Refinement, start: float, why: str = "") -> Refinement:
+    done.waiting = done.waiting or why
+    done.seconds = clock.perf_counter() - start
+    return done
+
+
+def _record(lines: dict, samples: list, wanted: dict, values: list, round_: int) -> None:
+    """Add a round's values to its lines, and its jobs to the samples."""
+    for (combo, x, seeds), got in zip(_flat(wanted), values):
+        held = lines[combo].values.get(x, np.empty(0))
+        lines[combo].values[x] = np.concatenate([held, got])
+        samples += [(combo, x, s, round_) for s in seeds]
 
 
 def _combos(others: list[Axis]) -> list[tuple[int, ...]]:
@@ -220,26 +278,33 @@ def _round_jobs(config: Config, ask: Question, wanted: dict) -> list:
     return jobs
 
 
-def _run_round(jobs: list, where, part, workers, hooks, done: Refinement) -> bool:
-    """Run the round's jobs not yet complete (a shard: its share); False when a shard stops
-    because other shards still owe jobs of this round."""
+def _run_round(jobs: list, where, part, workers, hooks, done: Refinement,
+               runs: bool = True) -> bool:
+    """Run the round's jobs not yet complete (a shard: its share; runs=False: none); False
+    when some of them are still not done (other shards', or all of them when not run)."""
     from sweep.config.grid import shard as cut
-    from sweep.execution import runner
+    from sweep.execution import resources, runner
     from sweep.storage.store import JobsFailed
 
-    todo = cut(jobs, part.index, part.count) if part else jobs
-    width = preflight(where.config, todo, workers or shards.task_cpus(), merged=False,
-                      warn=not done.rounds)
-    t0 = clock.perf_counter()
-    report = runner.run(todo, where, workers=width, hooks=hooks)
-    done.run_seconds += clock.perf_counter() - t0
-    done.computed += report.completed
-    if report.failed:
-        raise JobsFailed(report.failed)
-    missing = [job for job in jobs if not where.done(job)] if part else []
+    if runs:
+        todo = cut(jobs, part.index, part.count) if part else jobs
+        with done.timed("preflight"):
+            if done.memory is None:
+                done.memory = resources.available_memory()
+            width = preflight(where.config, todo, workers or shards.task_cpus(), merged=False,
+                              warn=not done.rounds, available=done.memory)
+        where.keep_written()  # the round is read back at once: from memory, not its files
+        with done.timed("runner"):
+            report = runner.run(todo, where, workers=width, hooks=hooks)
+        done.computed += report.completed
+        if report.failed:
+            raise JobsFailed(report.failed)
+    missing = [job for job in jobs if not where.done(job)] if part or not runs else []
     if missing:
-        done.waiting = (f"round {done.rounds}: {len(missing)} job(s) of other shards are not "
-                        "done yet; run refine again once they are")
+        done.pending = len(missing)
+        owed = "of other shards " if runs else ""
+        done.waiting = (f"round {done.rounds}: {len(missing)} job(s) {owed}are not done yet; "
+                        "run refine again once they are")
         return False
     return True
 
@@ -258,12 +323,8 @@ def _point_key(job) -> tuple:
 
 def _value(job, part, ask: Question) -> float:
     """One job's `var`, reduced over time as `time` says (NaN without a result)."""
-    from sweep.analysis.results import at_time
-
     if part is None or part.observables is None:
         return math.nan
-    import xarray as xr
-
     t = save_times(job)
     series = {n: part.observables[:, c] for c, n in enumerate(ask.series)}
     if ask.var == "t_cluster":
@@ -272,6 +333,13 @@ def _value(job, part, ask: Question) -> float:
         return float(max_clusters(series["n_clusters"]))
     if ask.time in (None, "final"):  # the last saved time, without an xarray per job
         return float(series[ask.var][-1])
+    if ask.time in EXACT:  # the reductions at_time makes, as NumPy makes them: same bits
+        with quiet():
+            return float(EXACT[ask.time](series[ask.var]))
+    import xarray as xr
+
+    from sweep.analysis.results import at_time
+
     da = xr.DataArray(series[ask.var], dims=("time",), coords={"time": t}, name=ask.var)
     return float(at_time(da, ask.time))
 

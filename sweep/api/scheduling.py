@@ -75,28 +75,38 @@ class Submission:
     """A job array and its merge job: the scripts, and the ids the scheduler gave them."""
 
     scripts: dict[Path, str]        # the array script and the merge script, by path
-    jobs: int                       # jobs of the config
+    jobs: int                       # jobs of the config (a refinement: left in the round)
     ids: tuple[str, str] | None     # (array id, merge id); None for a dry run
     plan: object                    # sweep.scheduling.scripts.Plan: paths, logs, output
+    round: int | None = None        # a refinement: the round the array runs
+    refined: Path | None = None     # a refinement with every round done: its file
 
     @property
     def commands(self) -> list[str]:
-        """How the scripts are (or were) submitted: the array, then the merge job on it."""
+        """How the scripts are (or were) submitted: the array, then the merge job (a
+        refinement: the driver) on it."""
         from sweep.scheduling import scripts
 
-        return scripts.submit_lines(self.plan)
+        return scripts.submit_lines(self.plan, tuple(self.scripts) if self.scripts else None)
 
 
 def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
-           dry_run: bool = False, env_lines: list[str] | None = None) -> Submission:
+           dry_run: bool = False, env_lines: list[str] | None = None,
+           refine: dict | None = None) -> Submission:
     """Write a job-array script of `shards` tasks and a merge job for the config's file,
     compile its kernels into the compile cache, and submit both (`sweep submit`); with
     dry_run, only make the scripts. env_lines: shell lines both scripts run first
-    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses."""
+    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses.
+    refine: a refinement instead (refine_rounds' keywords: var, level, along, tol, ...): the
+    array of its first round not done and a driver job that submits the next
+    (sweep/scheduling/rounds.py); `out` is then where the refinement is written."""
     from sweep.scheduling import scripts
 
+    if refine is not None:
+        return _submit_refine(config, shards, refine, out, parallel, workers, scheduler,
+                              scheduler_args, dry_run, env_lines)
     training = not isinstance(config, Config)  # a training config: its tasks run sweep train
     if training:
         points = math.prod(len(a) for a in config.axes)
@@ -114,3 +124,30 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)
+
+
+def _submit_refine(config: Config, shards: int, refine: dict, out, parallel, workers,
+                   scheduler: str, scheduler_args, dry_run: bool, env_lines) -> Submission:
+    """The array of the refinement's first round not done, and its driver (rounds.py)."""
+    from sweep.api.refining import refine_rounds
+    from sweep.scheduling import rounds, scripts
+
+    if config.source is None:
+        raise ConfigError("submit: the array's tasks read a config file; load one from a file")
+    done = refine_rounds(config, **refine, out=out, compute=False)  # checks the question
+    made = scripts.make_plan(config.name, config.source, list(config.overrides),
+                             output(config, None), max(1, min(shards, done.pending)),
+                             parallel, workers, scheduler_args, scheduler, "refine", env_lines)
+    if done.dataset is not None:  # every round is done: the refinement is written
+        return Submission({}, 0, None, made, done.rounds, done.path)
+    options = rounds.refine_options(refine)
+    again = [*(["--parallel", str(parallel)] if parallel else []),
+             *(["--workers", str(workers)] if workers else []),
+             *(f"--scheduler-arg={a}" for a in scheduler_args or []),
+             *(f"--env-line={line}" for line in env_lines or []),
+             *(["--out", str(out)] if out else [])]
+    paths = rounds.round_paths(made, done.rounds)
+    texts = dict(zip(paths, (rounds.round_script(made, done.rounds, options, out and str(out)),
+                             rounds.driver_script(made, shards, options, again))))
+    ids = None if dry_run else rounds.submit_round(made, done.rounds, texts, config.hash)
+    return Submission(texts, done.pending, ids, made, done.rounds)

@@ -103,13 +103,14 @@ def _check_parts(where: Store, jobs, force: bool) -> None:
 
 
 def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
-              warn: bool = True) -> int:
+              warn: bool = True, available: int | None = None) -> int:
     """Refuse what cannot fit in memory (ConfigError); warn about unstable steps; return
-    how many of `workers` jobs fit in memory at once."""
+    how many of `workers` jobs fit in memory at once. available: the bytes of memory free,
+    if the caller read them already (resources.available_memory reads a dozen files)."""
     from sweep.execution import resources, stability
 
     need = resources.need(jobs, config.output.positions, workers, merged)
-    available = resources.available_memory()
+    available = resources.available_memory() if available is None else available
     resources.check(need, available)  # before any warning: a refused config says one line
     for line in stability.warnings(jobs) if warn else ():
         warnings.warn(line, SweepWarning, stacklevel=3)

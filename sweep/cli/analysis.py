@@ -160,6 +160,9 @@ def plot_cmd(
             "--theory", metavar="FILE.nc",
             help="A sweep theory file to overlay (equiangular or kappa-c).",
             readable=False)] = None,
+        refined: Annotated[Path | None, typer.Option(
+            "--refined", metavar="FILE.nc", help="A sweep refine file: its samples and "
+            "thresholds drawn over the heatmap.", readable=False)] = None,
         output: Annotated[Path | None, typer.Option(
             "-o", "--output", metavar="FILE", help="Figure file: .png, .pdf or .svg "
             "(default: figures/RESULTS-VAR.png).", readable=False)] = None,
@@ -172,7 +175,8 @@ def plot_cmd(
 
     with user_errors():
         done = api.plot(results, var, output, x=x, y=y, time=time, sel=parse_selection(sel),
-                        lines=lines, threshold=threshold, theory=theory, numbers=numbers)
+                        lines=lines, threshold=threshold, theory=theory, numbers=numbers,
+                        refined=refined)
     out.print(f"figure: {done}", markup=False, soft_wrap=True)
     if numbers is not None:
         out.print(f"numbers: {numbers}", markup=False, soft_wrap=True)

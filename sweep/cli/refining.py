@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from sweep import api
 from sweep.analysis.thresholds import DIRECTIONS
 from sweep.cli import ConfigArg, SetOpt, _load, app, choices, err, out, user_errors
 from sweep.cli.sweeping import _job_line
+from sweep.errors import ConfigError
 
 Direction = choices("RefineDirection", DIRECTIONS)
 
@@ -38,6 +40,10 @@ WorkersOpt = Annotated[int | None, typer.Option(
 ShardOpt = Annotated[str | None, typer.Option(
     "--shard", metavar="I/K", help="Run shard I of K of each round; stops at a round other "
     "shards still owe jobs of (run it again once they are done).")]
+RoundOpt = Annotated[int | None, typer.Option(
+    "--round", min=0, metavar="R", help="Run round R alone (its shard), the rounds before it "
+    "read from the parts, then stop: a task of one round's job array (sweep submit --refine).")]
+QUESTION = ("var", "level", "along", "tol", "budget", "seeds_per_point", "time", "direction")
 
 
 @app.command("refine")
@@ -52,7 +58,8 @@ def refine_cmd(
         = "beta",
         tol: TolOpt = "0.1", budget: BudgetOpt = None, seeds_per_point: SeedsOpt = None,
         time: TimeOpt = None, direction: DirectionOpt = "any", sets: SetOpt = None,
-        output: OutputOpt = None, workers: WorkersOpt = None, shard: ShardOpt = None):
+        output: OutputOpt = None, workers: WorkersOpt = None, shard: ShardOpt = None,
+        round_: RoundOpt = None):
     """Locate where the seed-mean VAR first crosses LEVEL along AXIS, per point of the other
     axes, to a bracket of width T, by rounds of jobs (docs/refine.md).
 
@@ -68,7 +75,7 @@ def refine_cmd(
         with run_hooks(err, cfg.name, _job_line) as hooks:
             done = api.refine_rounds(cfg, var, level, along, tol, budget, seeds_per_point,
                                      time, Direction(direction).value, output, workers, shard,
-                                     hooks)
+                                     hooks, round_)
     if done.dataset is None:
         out.print(done.waiting, markup=False, soft_wrap=True)
         return
@@ -102,3 +109,24 @@ def _print_refinement(done) -> None:
               f"{100 * done.overhead:.1f}% planning and reading{budget}", markup=False,
               soft_wrap=True)
     out.print(f"refinement: {done.path}", markup=False, soft_wrap=True)
+
+
+def refine_keywords(config: Path, text: str) -> dict:
+    """`sweep submit --refine 'OPTIONS'`: the question's options, parsed as `sweep refine`
+    parses them, as refine_rounds' keywords; ConfigError naming what is wrong."""
+    command = typer.main.get_command(app).commands["refine"]
+    try:
+        params = command.make_context("refine", [str(config), *shlex.split(text)]).params
+    except Exception as err:  # Typer's Click: a usage error; shlex: ValueError
+        if not (hasattr(err, "format_message") or isinstance(err, ValueError)):
+            raise
+        why = err.format_message() if hasattr(err, "format_message") else err
+        raise ConfigError(f"--refine {text!r}: {why}") from None
+    extra = [k for k in ("sets", "output", "workers", "shard", "round_") if params.get(k)]
+    if extra:
+        raise ConfigError(f"--refine {text!r}: only the question's options ("
+                          f"{', '.join('--' + k.replace('_', '-') for k in QUESTION)}); "
+                          "sweep submit's own options give the rest")
+    found = {k: params[k] for k in QUESTION}
+    found["direction"] = Direction(found["direction"]).value
+    return found

@@ -21,6 +21,7 @@ from sweep.cli import (
     out,
     user_errors,
 )
+from sweep.cli.refining import refine_keywords
 from sweep.scheduling.scripts import SCHEDULERS
 from sweep.storage.store import indices
 
@@ -88,32 +89,38 @@ def _status_record(st: api.Status) -> dict:
             "resubmit": st.resubmit, "merged": st.merged}
 
 
+ShardsOpt = Annotated[int, typer.Option(
+    "--shards", min=1, metavar="K", help="Array tasks; task I runs jobs I, I + K, ...")]
+ParallelOpt = Annotated[int | None, typer.Option(
+    "--parallel", min=1, metavar="P", help="At most this many tasks at once (%P, -tc P).")]
+SchedulerOpt = Annotated[Scheduler, typer.Option(
+    "--scheduler", help="Which scheduler's scripts to write and submit with: slurm (sbatch), "
+    "pbs (PBS Pro, qsub), lsf (bsub), sge (Grid Engine, qsub).")]
+DryRunOpt = Annotated[bool, typer.Option(
+    "--dry-run", help="Print the scripts; write and submit nothing.")]
+SchedulerArgOpt = Annotated[list[str] | None, typer.Option(
+    "--scheduler-arg", metavar="ARG", help="An option for both scripts, written after the "
+    "scheduler's directive prefix, e.g. `--scheduler-arg=--time=02:00:00` (slurm) or "
+    "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")]
+TaskWorkersOpt = Annotated[int | None, typer.Option(
+    "--workers", min=1, metavar="N", help="Jobs at once in each task (default: its CPUs).")]
+EnvLineOpt = Annotated[list[str] | None, typer.Option(
+    "--env-line", metavar="LINE", help="A shell line both scripts run before sweep, e.g. "
+    "`--env-line 'module load python/3.11'` or `--env-line 'source ~/venv/bin/activate'` "
+    "(repeatable).")]
+RefineOpt = Annotated[str | None, typer.Option(
+    "--refine", metavar="OPTIONS", help="Submit a refinement instead: the options of `sweep "
+    "refine` as one string, e.g. `--refine '--var clustered_fraction --level 0.5 --along beta "
+    "--tol 0.5'`; one array per round, each followed by a driver job that submits the next "
+    "(--out: where the refinement is written).")]
+
+
 @app.command("submit")
 def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
-               shards: Annotated[int, typer.Option(
-                   "--shards", min=1, metavar="K",
-                   help="Array tasks; task I runs jobs I, I + K, ...")] = ...,
-               parallel: Annotated[int | None, typer.Option(
-                   "--parallel", min=1, metavar="P",
-                   help="At most this many tasks at once (%P, -tc P).")] = None,
-               scheduler: Annotated[Scheduler, typer.Option(
-                   "--scheduler", help="Which scheduler's scripts to write and submit with: "
-                   "slurm (sbatch), pbs (PBS Pro, qsub), lsf (bsub), sge (Grid Engine, qsub).")]
-               = "slurm",
-               dry_run: Annotated[bool, typer.Option(
-                   "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
-               scheduler_args: Annotated[list[str] | None, typer.Option(
-                   "--scheduler-arg", metavar="ARG", help="An option for both scripts, "
-                   "written after the scheduler's directive prefix, e.g. "
-                   "`--scheduler-arg=--time=02:00:00` (slurm) or "
-                   "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")] = None,
-               workers: Annotated[int | None, typer.Option(
-                   "--workers", min=1, metavar="N",
-                   help="Jobs at once in each task (default: its CPUs).")] = None,
-               env_lines: Annotated[list[str] | None, typer.Option(
-                   "--env-line", metavar="LINE", help="A shell line both scripts run before "
-                   "sweep, e.g. `--env-line 'module load python/3.11'` or `--env-line "
-                   "'source ~/venv/bin/activate'` (repeatable).")] = None):
+               shards: ShardsOpt = ..., parallel: ParallelOpt = None,
+               scheduler: SchedulerOpt = "slurm", dry_run: DryRunOpt = False,
+               scheduler_args: SchedulerArgOpt = None, workers: TaskWorkersOpt = None,
+               env_lines: EnvLineOpt = None, refine: RefineOpt = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
     and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
@@ -122,8 +129,13 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     file system every task then only reads that cache.
     """
     with user_errors():
+        asked = refine_keywords(config, refine) if refine is not None else None
         done = api.submit(_load_any(config, sets), shards, path, parallel, workers,
-                          Scheduler(scheduler).value, scheduler_args, dry_run, env_lines)
+                          Scheduler(scheduler).value, scheduler_args, dry_run, env_lines,
+                          asked)
+    if done.round is not None:
+        _print_rounds(done, dry_run)
+        return
     if done.ids is None:
         for script, text in done.scripts.items():
             print(f"# ---- {script}\n{text}")
@@ -151,3 +163,22 @@ def compile_cmd(config: ConfigArg, sets: SetOpt = None):
         compiled = api.compile_kernels(_load_any(config, sets))
     out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}",
               markup=False, soft_wrap=True)
+
+
+def _print_rounds(done, dry_run: bool) -> None:
+    """What `sweep submit --refine` did: the refinement written, or the round's array and
+    its driver (printed with --dry-run)."""
+    if done.refined is not None:
+        out.print(f"every round is done ({done.round}): refinement {done.refined}",
+                  markup=False, soft_wrap=True)
+        return
+    if dry_run:
+        for script, text in done.scripts.items():
+            print(f"# ---- {script}\n{text}")
+        print(f"# ---- submitted with (ARRAY_ID: the id the first prints; the driver waits "
+              f"for round {done.round} to succeed, then submits the next round)")
+        print("\n".join(done.commands))
+        return
+    out.print(f"round {done.round}: array job {done.ids[0]}, {done.plan.shards} task(s) over "
+              f"{done.jobs} job(s); driver job {done.ids[1]} submits the next round once it "
+              f"has succeeded; logs in {done.plan.logs}", markup=False, soft_wrap=True)

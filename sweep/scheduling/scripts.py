@@ -217,8 +217,9 @@ def _span(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
-def array_script(plan: Plan) -> str:
-    """The array script: task I runs shard I of K (see the scheduler's `rerun` for a subset)."""
+def array_script(plan: Plan, command: list[str] | None = None) -> str:
+    """The array script: task I runs shard I of K (see the scheduler's `rerun` for a subset)
+    of `command` (default: the plan's run, or train)."""
     s, name = plan.scheduler, job_name(plan.name)
     if plan.is_array:
         array = [t for t in s.array if plan.parallel or "{parallel}" not in t]
@@ -230,10 +231,11 @@ def array_script(plan: Plan) -> str:
     if not any(a.startswith(s.signal_opts) for a in plan.scheduler_args if s.signal_opts):
         array += s.signal
     workers = ("--workers", str(plan.workers)) if plan.workers else ()
-    run = (plan.sweep("train", "-o", str(plan.output.parent)) if plan.command == "train"
-           else plan.sweep("run", "--out", str(plan.output), *workers))
+    run = command or (plan.sweep("train", "-o", str(plan.output.parent))
+                      if plan.command == "train"
+                      else plan.sweep("run", "--out", str(plan.output), *workers))
     log = s.array_log if plan.is_array else s.merge_log.replace("merge", "array")
-    return _script(plan, array, f"{plan.logs}/{log}", name, shard, run)
+    return script(plan, array, f"{plan.logs}/{log}", name, shard, run)
 
 
 def merge_script(plan: Plan) -> str:
@@ -241,12 +243,14 @@ def merge_script(plan: Plan) -> str:
     s = plan.scheduler
     merge = (plan.sweep("train", "-o", str(plan.output.parent)) if plan.command == "train"
              else plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"))
-    return _script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}", f"{job_name(plan.name)}-merge",
-                   [], merge, run="exec {cmd}")
+    return script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}",
+                  f"{job_name(plan.name)}-merge", [], merge, run="exec {cmd}")
 
 
-def _script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
-            command: list[str], run: str | None = None) -> str:
+def script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
+           command: list[str], run: str | None = None) -> str:
+    """A job script: the directives `first` and the scheduler's, the environment, `body`,
+    then `command` run as `run` says (default: the scheduler's way)."""
     s = plan.scheduler
     directives = [_fill(d, plan, directive, name=name, log=log) for d in [*first, *s.head]]
     lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in directives + [*plan.scheduler_args]),
@@ -321,10 +325,10 @@ def submit(plan: Plan, config_hash: str) -> tuple[str, str]:
     return array_id, merge_id
 
 
-def submit_lines(plan: Plan) -> list[str]:
-    """The commands `sweep submit` runs for the plan's scripts: the array, then the merge
-    job with the options that make it wait for the array to succeed."""
-    s, (array, merge) = plan.scheduler, plan.scripts
+def submit_lines(plan: Plan, paths: tuple[Path, Path] | None = None) -> list[str]:
+    """The commands `sweep submit` runs for the plan's scripts (or `paths`): the array, then
+    the merge job (or driver) with the options that make it wait for the array to succeed."""
+    s, (array, merge) = plan.scheduler, paths or plan.scripts
     options = s.submit[1:]
     depend = [shlex.quote(d.format(id="ARRAY_ID")) for d in s.depend]
     return [_command(s, array, *options), _command(s, merge, *options, *depend)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import glob
 import math
 import os
@@ -45,15 +46,18 @@ def provenance(config: Config, command: str | None = None) -> dict:
 
 def environment(title: str, command: str | None = None) -> dict:
     """The global attributes every sweep dataset carries: CF, title, history, versions."""
-    import netCDF4
-
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     command = command or shlex.join(["sweep", *sys.argv[1:]])
+    return {"Conventions": "CF-1.8", "title": title, "source": f"sweep {__version__}",
+            "history": f"{now}: {command}", **_versions()}
+
+
+@functools.lru_cache(maxsize=1)
+def _versions() -> dict:
+    """The versions a dataset records (looked up once: each lookup reads package metadata)."""
+    import netCDF4
+
     return {
-        "Conventions": "CF-1.8",
-        "title": title,
-        "source": f"sweep {__version__}",
-        "history": f"{now}: {command}",
         "python_version": platform.python_version(),
         "numpy_version": np.__version__,
         "numba_version": metadata.version("numba"),  # without importing it (slow)

@@ -99,6 +99,13 @@ class Store:
         self.output = Path(config.output.path if output is None else output)
         self.dir = parts_dir(self.output)
         self._index = PartIndex(self.dir)
+        self._kept: dict[str, tuple[tuple[int, int], dict]] | None = None
+
+    def keep_written(self, on: bool = True) -> None:
+        """From now on, hold the arrays of the parts this store writes, so that read_each
+        takes them from memory, not from their files (refine reads each round back at
+        once); on=False forgets them. Restarting forgets those held before."""
+        self._kept = {} if on else None
 
     def index(self) -> PartIndex:
         """The index of the parts folder as it is now."""
@@ -138,7 +145,8 @@ class Store:
                 continue
             name, row = index.jobs[job.id]
             if name not in loaded:
-                loaded[name] = self._load(name, index.known[name], job)
+                loaded[name] = self._held(name, index.known[name]) or self._load(
+                    name, index.known[name], job)
             arrays, wanted[name] = loaded[name], wanted[name] - 1
             if not wanted[name]:
                 del loaded[name]  # every job it holds has been taken
@@ -146,6 +154,12 @@ class Store:
                 yield job, None, arrays
             else:
                 yield job, _row(arrays, row, index.known[name], job.id), ""
+
+    def _held(self, name: str, header: Header) -> dict | None:
+        """The arrays this store wrote as the part `name`, if it holds them and the file is
+        still the one it wrote."""
+        kept = (self._kept or {}).get(name)
+        return kept[1] if kept and kept[0] == (header.size, header.mtime) else None
 
     def _load(self, name: str, header: Header, job: Job) -> dict | str:
         """A part's arrays, checked against its headers and the job's shapes; or why not."""
@@ -190,6 +204,8 @@ class Store:
                 "errors": {jobs[k].id: message for k, message in failed.items()}}
         header = write_part(self.dir, [j.id for j in jobs], arrays, meta)
         self._index.add(header)
+        if self._kept is not None:  # one key per part: safe from the runner's threads
+            self._kept[part_name(header.ids)] = ((header.size, header.mtime), arrays)
         return self.dir / f"{part_name(header.ids)}.npz"
 
     def write(self, job: Job, result: JobResult) -> Path:
