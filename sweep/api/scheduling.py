@@ -90,11 +90,14 @@ class Submission:
 def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
-           dry_run: bool = False, env_lines: list[str] | None = None) -> Submission:
+           dry_run: bool = False, env_lines: list[str] | None = None,
+           cpus: int | None = None, memory: str | None = None) -> Submission:
     """Write a job-array script of `shards` tasks and a merge job for the config's file,
     compile its kernels into the compile cache, and submit both (`sweep submit`); with
     dry_run, only make the scripts. env_lines: shell lines both scripts run first
-    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses."""
+    (`module load ...`, `source ...`). cpus and memory ('4G'): what each task asks for
+    (default: `workers` CPUs, else 1, and the memory the plan says that many running jobs
+    need, sweep.scheduling.requests). SchedulerError (a ConfigError) if the scheduler refuses."""
     from sweep.scheduling import scripts
 
     training = not isinstance(config, Config)  # a training config: its tasks run sweep train
@@ -104,13 +107,29 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
         out = training_output(config, out)
     if config.source is None:
         raise ConfigError("submit: the array's tasks read a config file; load one from a file")
-    jobs = len(expand(config)) * (points if training else 1)
+    layer_jobs = expand(config)
+    jobs = len(layer_jobs) * (points if training else 1)
     if shards > jobs:
         warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
                       "nothing to do", SweepWarning, stacklevel=2)
+    wanted = task_requests(config, layer_jobs, -(-jobs // shards), cpus or workers or 1,
+                           memory)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
                              output(config, out), shards, parallel, workers, scheduler_args,
-                             scheduler, "train" if training else "run", env_lines)
+                             scheduler, "train" if training else "run", env_lines, wanted)
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)
+
+
+def task_requests(config: Config, jobs: list, per_task: int, cpus: int,
+                  memory: str | None = None) -> tuple:
+    """(the array tasks' Request, the merge job's): `cpus` jobs at once in a task holding
+    `per_task` jobs, the merge on one CPU; `memory` ('4G') replaces the tasks' estimate."""
+    from sweep.execution import resources
+    from sweep.scheduling.requests import Request, memory_mib, parse_memory
+
+    need = resources.need(jobs, config.output.positions, cpus, merged=True)
+    task = cpus * need.per_job + per_task * resources.JOB_OBJECT_BYTES
+    mib = parse_memory(memory) if memory is not None else memory_mib(task)
+    return Request(cpus, mib), Request(1, memory_mib(need.merged))

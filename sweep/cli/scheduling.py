@@ -113,7 +113,14 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                env_lines: Annotated[list[str] | None, typer.Option(
                    "--env-line", metavar="LINE", help="A shell line both scripts run before "
                    "sweep, e.g. `--env-line 'module load python/3.11'` or `--env-line "
-                   "'source ~/venv/bin/activate'` (repeatable).")] = None):
+                   "'source ~/venv/bin/activate'` (repeatable).")] = None,
+               cpus: Annotated[int | None, typer.Option(
+                   "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: "
+                   "--workers, else 1); a --scheduler-arg asking for CPUs replaces it.")] = None,
+               memory: Annotated[str | None, typer.Option(
+                   "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M "
+                   "(default: what `sweep plan` says C running jobs need, plus the "
+                   "interpreter); a --scheduler-arg asking for memory replaces it.")] = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
     and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
@@ -123,8 +130,13 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
     """
     with user_errors():
         done = api.submit(_load_any(config, sets), shards, path, parallel, workers,
-                          Scheduler(scheduler).value, scheduler_args, dry_run, env_lines)
+                          Scheduler(scheduler).value, scheduler_args, dry_run, env_lines,
+                          cpus, memory)
+    task, merge = done.plan.requests
+    asked = (f"each task asks for {task.describe()}, the merge job {merge.describe()} "
+             "(--cpus, --mem or a --scheduler-arg change them)")
     if done.ids is None:
+        print(f"# {asked}")
         for script, text in done.scripts.items():
             print(f"# ---- {script}\n{text}")
         print("# ---- submitted with (ARRAY_ID: the id the first prints; the merge job waits "
@@ -135,6 +147,7 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"{done.plan.logs}", markup=False, soft_wrap=True)
     out.print(f"merge job {done.ids[1]}: runs when every task succeeded, writes "
               f"{done.plan.output}", markup=False, soft_wrap=True)
+    out.print(asked, markup=False, soft_wrap=True)
     where = [] if path is None else [f"output.path={done.plan.output}"]
     out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in
                                                               [*(sets or []), *where]),
