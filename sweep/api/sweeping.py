@@ -109,8 +109,8 @@ def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
     from sweep.execution import resources, stability
 
     need = resources.need(jobs, config.output.positions, workers, merged)
-    available = resources.available_memory()
-    resources.check(need, available)  # before any warning: a refused config says one line
+    available, limit = resources.memory_limit()
+    resources.check(need, available, limit)  # before any warning: a refused config: one line
     for line in stability.warnings(jobs) if warn else ():
         warnings.warn(line, SweepWarning, stacklevel=3)
     fit = resources.workers_that_fit(need, available)
