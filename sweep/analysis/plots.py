@@ -15,7 +15,7 @@ import numpy as np
 
 from sweep.analysis import labels, overlays, results
 from sweep.analysis.overlays import number, numbers, write_numbers
-from sweep.analysis.scales import edges, place, scale
+from sweep.analysis.scales import edges, force_log, place, scale
 from sweep.errors import ConfigError
 
 MAX_FACETS = 6
@@ -34,16 +34,19 @@ def _pyplot():
 
 def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
          selection=None, threshold=None, theory=None, series: str | None = None,
-         numbers_path=None) -> Path:
+         numbers_path=None, log: tuple[str, ...] = ()) -> Path:
     """Draw a heatmap of var over (x, y), or with y=None lines of var against x; save it,
     and with numbers_path the JSON of the numbers it shows.
 
     A dimension left over after the axes, `selection` and the seed statistic becomes one
     panel per value (at most MAX_FACETS). threshold: a `sweep threshold` dataset of these
     results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
-    t_boundary or rho, or kappa-c noise_c) for the data's n and attention model.
+    t_boundary or rho, or kappa-c noise_c) for the data's n and attention model. log: the
+    axes ("x", "y") drawn on a log scale whatever their spacing (d = 2, 3, 8, 32).
     """
     path = _checked(path, ds, threshold, theory)
+    for which in log:
+        ds = force_log(ds, x if which == "x" else y, f"--log-{which}")
     axes = [x] if y is None else [x, y]
     da = results.variable(ds, var)
     if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
