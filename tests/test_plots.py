@@ -429,3 +429,41 @@ def test_log_x_puts_a_geometric_axis_on_a_log_scale(tmp_path):
     bad = invoke("plot", tmp_path / "grid.nc", "--var", "clustered_fraction", "--x", "time",
                  "--y", "d", "--log-x", "-o", tmp_path / "d.png")
     assert bad.exit_code == 2 and "--log-x: time has values <= 0" in bad.output
+
+
+def test_lines_of_many_matrices_say_which_are_drawn_and_style_each_kind(tmp_path):
+    """--lines qk over 13 matrix sets (identity, Gaussian and trained per layer): which 7
+    are drawn is said on the console and in the legend; trained, Gaussian and identity lines
+    differ in style, layers in colour."""
+    import unittest.mock
+
+    import matplotlib.figure
+    from matplotlib.colors import to_hex
+
+    qk = ["identity", *(f"m/layer{k}_qk_gaussian.npy" for k in range(1, 7)),
+          *(f"m/layer{k}_qk.npy" for k in range(1, 7))]
+    cos = np.linspace(0.0, 1.0, 5) * np.arange(1, 14)[:, None, None] / 13 * np.ones((13, 2, 1))
+    ds = xr.Dataset({"mean_cosine": (("qk", "seed", "time"), cos)},
+                    coords={"qk": qk, "seed": [0, 1], "time": np.arange(5.0)})
+    ds.to_netcdf(tmp_path / "m.nc")
+    seen = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        lines = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata())]
+        seen["styles"] = {ln.get_label(): (ln.get_linestyle(), to_hex(ln.get_color()))
+                          for ln in lines}
+        seen["legend"] = [t.get_text() for t in fig.legends[0].get_texts()]
+        return original(fig, *args, **kwargs)
+
+    with unittest.mock.patch.object(matplotlib.figure.Figure, "savefig", spy):
+        r = invoke("plot", tmp_path / "m.nc", "--var", "mean_cosine", "--x", "time",
+                   "--lines", "qk", "-o", tmp_path / "m.png")
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.output.splitlines() if "7 of the 13 values of qk" in line]
+    assert len(said) == 1 and "identity, layer2_qk_gaussian" in said[0]
+    assert any(t.startswith("7 of the 13 values of qk drawn") for t in seen["legend"])
+    styles = seen["styles"]
+    assert len(styles) == 7 and styles["qk = identity"] == ("-", "#000000")
+    assert styles["qk = layer2_qk_gaussian"][0] == "--" and styles["qk = layer2_qk"][0] == "-"
+    assert styles["qk = layer2_qk_gaussian"][1] != styles["qk = layer4_qk_gaussian"][1]

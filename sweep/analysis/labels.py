@@ -5,6 +5,7 @@ and why a cell is empty. Read from the results' own attributes; no matplotlib he
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,15 @@ def short(text) -> str:
     """A label as a legend or tick shows it: a matrix file by its name without folders."""
     text = str(text)
     return Path(text).stem if text.endswith(".npy") else text
+
+
+def matrix_kind(label: str) -> tuple[str, int]:
+    """('identity' | 'gaussian' | 'trained', layer) of a `qk` coordinate (files written by
+    `sweep extract --controls`: layerL_qk.npy, layerL_qk_gaussian.npy)."""
+    found = re.search(r"layer(\d+)_qk(_gaussian)?\.npy", label)
+    if not found:
+        return "identity", 0
+    return ("gaussian" if found.group(2) else "trained"), int(found.group(1))
 
 
 def value_text(axis: str, value) -> str:

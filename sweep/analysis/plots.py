@@ -208,24 +208,20 @@ def _lines(ax, fr, ds, x: str, series: str | None, theory, when) -> list[dict]:
     others = [d for d in mean.dims if d != xd]
     by = results.axis_dim(mean, series) if series else (others[0] if others else None)
     kind = _axis(ax, "x", x, mean[x])
-    values = list(mean[by].values) if by else [None]
-    if by and len(values) > MAX_LINES:
-        pick = np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))
-        values = [values[k] for k in pick]
-    colours = _pyplot().cm.viridis(np.linspace(0, 0.9, len(values)))
+    values = _picked(ax, mean, series, by)
     xs = np.arange(mean.sizes[xd]) if kind == "category" else mean[x].values.astype(float)
     style = dict(marker="o", ms=4, lw=1.0) if kind == "category" else dict(lw=1.5)
     drawn = []
-    for colour, value in zip(colours, values):
+    for value, look in zip(values, _looks(values)):
         pick = {by: value} if by else {}
         m, lo, hi, n = (a.sel(pick) for a in (fr.centre, fr.low, fr.high, fr.count))
         text = labels.value_text(by, value) if by else None
         if fr.statistic == "median":
             text = f"{text or 'median'} ({int(n.sum())} of {fr.seeds * n.size} runs clustered)"
         finite = np.where(np.isinf(m.values), np.nan, m.values)
-        ax.plot(xs, finite, color=colour, label=text, **style)
-        ax.fill_between(xs, _finite(lo.values), _finite(hi.values), color=colour, alpha=0.2,
-                        lw=0)
+        ax.plot(xs, finite, label=text, **{**style, **look})
+        ax.fill_between(xs, _finite(lo.values), _finite(hi.values), color=look["color"],
+                        alpha=0.2, lw=0)
         line = {"label": text, x: numbers(mean[x].values), "y": numbers(m.values),
                 "low": numbers(lo.values), "high": numbers(hi.values), "count": numbers(n)}
         if theory is not None:
@@ -233,6 +229,43 @@ def _lines(ax, fr, ds, x: str, series: str | None, theory, when) -> list[dict]:
         drawn.append(line)
     ax.set_ylabel(_wrap(labels.var_label(ds, mean.name, when), 44), fontsize=9)
     return drawn
+
+
+def _picked(ax, mean, series: str | None, by: str | None) -> list:
+    """The values of `by` drawn as lines: all, or MAX_LINES spread over them, which a
+    SweepWarning (one console line) and a legend entry say."""
+    import warnings
+
+    from sweep.errors import SweepWarning
+
+    values = list(mean[by].values) if by else [None]
+    if not by or len(values) <= MAX_LINES:
+        return values
+    pick = np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))
+    shown = [labels.short(results.cell(values[k])) for k in pick]
+    what = f"{len(pick)} of the {len(values)} values of {series or by} drawn"
+    warnings.warn(f"--lines {series or by}: {what}: {', '.join(shown)} (pick others with "
+                  f"--sel {series or by}=VALUE)", SweepWarning, stacklevel=4)
+    ax.plot([], [], " ", label=f"{what} (evenly spread)")
+    return [values[k] for k in pick]
+
+
+KIND_STYLES = {"identity": dict(color="black", lw=2.5), "trained": dict(ls="-"),
+               "gaussian": dict(ls="--", lw=1.0)}
+
+
+def _looks(values: list) -> list[dict]:
+    """A colour per line; matrix files of different kinds (trained, Gaussian, identity: the
+    files of `sweep extract --controls`) a line style per kind and a colour per layer."""
+    texts = [str(results.cell(v)) for v in values]
+    kinds = [labels.matrix_kind(t) for t in texts]
+    if len({k for k, _ in kinds}) < 2 or not any(t.endswith(".npy") for t in texts):
+        colours = _pyplot().cm.viridis(np.linspace(0, 0.9, len(values)))
+        return [dict(color=c) for c in colours]
+    layers = sorted({layer for _, layer in kinds})
+    colours = _pyplot().cm.viridis(np.linspace(0, 0.9, max(len(layers), 1)))
+    return [{"color": colours[layers.index(layer)], **KIND_STYLES[kind]}
+            for kind, layer in kinds]
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -152,7 +152,8 @@ def plot_cmd(
         = None,
         lines: Annotated[str | None, typer.Option(
             "--lines", metavar="AXIS",
-            help="Line plot: one line per value of this axis (a few are picked).")] = None,
+            help="Line plot: one line per value of this axis (at most 7: more are thinned "
+            "evenly, and the console and legend say which are drawn).")] = None,
         threshold: Annotated[Path | None, typer.Option(
             "--threshold", metavar="FILE.nc",
             help="A sweep threshold file to draw with its interval.", readable=False)] = None,
