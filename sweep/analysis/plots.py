@@ -98,7 +98,8 @@ def _checked(path, ds, threshold, theory) -> Path:
 
 def _save(fig, axes, shown: dict, path: Path, numbers_path) -> None:
     _legend(fig, axes)
-    fig.suptitle(_wrap(shown["title"], 110), fontsize=10)
+    # about 13 characters of 10-point text per inch: the title wraps inside the figure
+    fig.suptitle(_wrap(shown["title"], int(13 * fig.get_figwidth())), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     _pyplot().close(fig)
@@ -146,6 +147,14 @@ def _wrap(text: str, width: int = 48) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))
+
+
+def _fit(text: str, width: int) -> str:
+    """An axis label on one line when it fits in `width` characters, else on two of about
+    equal length (never three: a label is a name, not a sentence)."""
+    if len(text) <= width:
+        return text
+    return _wrap(text, max(len(text) // 2 + 8, width // 2))
 
 
 # ---------------------------------------------------------------- axes and scales
@@ -227,7 +236,7 @@ def _lines(ax, fr, ds, x: str, series: str | None, theory, when) -> list[dict]:
         if theory is not None:
             line["theory"] = overlays.draw_rho(ax, theory, by, value, x)
         drawn.append(line)
-    ax.set_ylabel(_wrap(labels.var_label(ds, mean.name, when), 44), fontsize=9)
+    ax.set_ylabel(_fit(labels.var_label(ds, mean.name, when), 44), fontsize=9)
     return drawn
 
 
@@ -246,7 +255,7 @@ def _picked(ax, mean, series: str | None, by: str | None) -> list:
     what = f"{len(pick)} of the {len(values)} values of {series or by} drawn"
     warnings.warn(f"--lines {series or by}: {what}: {', '.join(shown)} (pick others with "
                   f"--sel {series or by}=VALUE)", SweepWarning, stacklevel=4)
-    ax.plot([], [], " ", label=f"{what} (evenly spread)")
+    ax._sweep_note = f"{what} (evenly spread)"  # the legend's title
     return [values[k] for k in pick]
 
 
@@ -309,7 +318,7 @@ def _colour_bar(fig, mesh, axes, norm, text: str) -> None:
         ticks = [2**k for k in range(12) if norm.vmin <= 2**k <= norm.vmax]
         bar.set_ticks(ticks, labels=[str(t) for t in ticks])
         bar.minorticks_off()
-    bar.set_label(_wrap(text, 40), fontsize=8)
+    bar.set_label(_fit(text, 60), fontsize=8)
 
 
 def _legend(fig, axes) -> None:
@@ -323,6 +332,7 @@ def _legend(fig, axes) -> None:
             if text and not text.startswith("_") and text not in seen:
                 seen.add(text)
                 handles.append((handle, text))
+    notes = sorted({getattr(ax, "_sweep_note", "") for ax in axes} - {""})
     if handles:
         width = 55 if len(axes) == 1 else 90  # a legend as wide as the panels
         handles, texts = zip(*handles)
@@ -330,7 +340,7 @@ def _legend(fig, axes) -> None:
         widest = max(len(line) for t in texts for line in t.splitlines())
         ncol = min(len(texts), max(1, 100 * len(axes) // (widest + 8)))
         fig.legend(handles, texts, loc="outside lower center", fontsize=7, frameon=False,
-                   ncol=ncol)
+                   ncol=ncol, title="; ".join(notes) or None, title_fontsize=7)
 
 
 # ---------------------------------------------------------------- overlays
