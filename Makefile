@@ -79,7 +79,8 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/condensation.png $(FIG)/condensation-lines.png $(FIG)/hysteresis.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
-           $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json
+           $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
+           $(FIG)/d-question.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -136,6 +137,12 @@ $(FIG)/condensation.png: $(RES)/condensation.nc $(RES)/condensation.threshold.nc
 
 $(FIG)/condensation-lines.png: $(RES)/condensation.nc $(ANALYSIS)
 	$(PLOT) $< --var n_clusters --x time --sel d=16 -o $@ --numbers $(@:.png=.json)
+
+# The three threshold recipes of the d question on the condensation sweep (docs/analysis.md):
+# the sidecar FIG/d-question.json, its table rendered by sidecars.py.
+$(FIG)/d-question.json: $(RES)/condensation.nc figures/d_question.py \
+		sweep/analysis/thresholds.py sweep/analysis/results.py
+	$(PY) figures/d_question.py $< $@
 
 check-figures: | $(VENV)/.installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
