@@ -89,7 +89,7 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
-           $(FIG)/refine-demo.png
+           $(FIG)/refine-demo.png $(FIG)/d-question.json
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -163,6 +163,12 @@ $(FIG)/refine-demo.png: $(RES)/demo.nc $(RES)/demo.beta-threshold.nc $(RES)/demo
 
 $(FIG)/condensation-lines.png: $(RES)/condensation.nc $(ANALYSIS)
 	$(PLOT) $< --var n_clusters --x time --sel d=16 -o $@ --numbers $(@:.png=.json)
+
+# The three threshold recipes of the d question on the condensation sweep (docs/analysis.md):
+# the sidecar FIG/d-question.json, its table rendered by sidecars.py.
+$(FIG)/d-question.json: $(RES)/condensation.nc figures/d_question.py \
+		sweep/analysis/thresholds.py sweep/analysis/results.py
+	$(PY) figures/d_question.py $< $@
 
 check-figures: | $(VENV)/.installed
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \

@@ -213,6 +213,24 @@ def _ends(row: dict) -> str:
                            for v in (row["low"], row["high"])) + "]"
 
 
+def d_question_table() -> str:
+    """The three threshold recipes on one sweep, per d: which question each answers."""
+    recipes = load("d-question.json")["recipes"]
+    ds = recipes[0]["d"]
+    head = ("| recipe | `sweep threshold RESULTS ...` | answers | "
+            + " | ".join(f"d = {d}" for d in ds) + " | monotone in d |")
+    lines = [head, "|" + "---|" * (len(ds) + 4)]
+    for r in recipes:
+        cells = ["never" if v is None else f"{v:g}" for v in r["threshold"]]
+        lines.append(f"| {r['recipe']} | `{r['options']}` | {r['question']} | "
+                     + " | ".join(cells) + f" | {'yes' if r['monotone'] else 'no'} |")
+    one_way = [r["recipe"] for r in recipes if r["monotone"]]
+    other = [r["recipe"] for r in recipes if not r["monotone"]]
+    said = (f"Only {', '.join(one_way)} moves one way with d; "
+            f"{' and '.join(other)} {'does' if len(other) == 1 else 'do'} not.")
+    return "\n".join(lines) + "\n\n" + wrap(said)
+
+
 def wrap(text: str) -> str:
     import textwrap
 
@@ -509,7 +527,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "training-table": training_table, "training-prose": training_prose,
              "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose,
              "train-regularizer-table": train_regularizer_table,
-             "train-init-table": train_init_table, "refine-table": refine_table}
+             "train-init-table": train_init_table, "refine-table": refine_table,
+             "d-question-table": d_question_table}
 
 
 def render(text: str) -> str:

@@ -91,8 +91,8 @@ def draw(sidecar: dict, path: Path) -> None:
                     color="w" if v < np.nanmean(table) else "k", fontsize=8)
         ax.set_xticks(range(len(lambdas)), [f"{x:g}" for x in lambdas])
         ax.set_yticks(range(len(noises)), [f"{x:g}" for x in noises])
-        ax.set_xlabel("lambda")
-        ax.set_ylabel("D")
+        ax.set_xlabel("L2 weight $\\lambda$")
+        ax.set_ylabel("noise $D$")
         ax.set_title(title, fontsize=9)
         fig.colorbar(image, ax=ax)
     lines = axes[-1]
@@ -100,14 +100,14 @@ def draw(sidecar: dict, path: Path) -> None:
         _mean(q["peak_fall"]) for q in sidecar["runs"]))
     here = [r for r in sidecar["runs"] if r["noise"] == noise]
     for r in here:
-        lines.plot(r["mean_cosine"]["after"], "o-", ms=3, label=f"lambda {r['lambda']:g}")
+        lines.plot(r["mean_cosine"]["after"], "o-", ms=3, label=f"$\\lambda$ = {r['lambda']:g}")
     lines.plot(here[0]["mean_cosine"]["before"], "k--", label="untrained")
     lines.set_xlabel("layer")
     lines.set_ylabel("mean cosine")
-    lines.set_title(f"D = {noise:g}: mean cosine per layer after training", fontsize=9)
+    lines.set_title(f"$D$ = {noise:g}: mean cosine per layer after training", fontsize=9)
     lines.legend(fontsize=7)
-    fig.suptitle(f"FFN trained on spread (|mean output token|^2): n = {sidecar['n']}, d = "
-                 f"{sidecar['d']}, beta = {sidecar['beta']:g}, one input cluster (spread "
+    fig.suptitle(f"FFN trained on spread ($|\\bar x^L|^2$): $n$ = {sidecar['n']}, $d$ = "
+                 f"{sidecar['d']}, $\\beta$ = {sidecar['beta']:g}, one input cluster (spread "
                  f"{sidecar['spread']:g}), {sidecar['steps']} Adam steps, {sidecar['seeds']} "
                  f"seeds", fontsize=10)
     fig.savefig(path, dpi=90)

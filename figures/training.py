@@ -20,6 +20,7 @@ import xarray as xr
 VARIABLES = ("mean_cosine", "order_parameter", "n_groups", "overlap_gap", "inter_attention",
              "attention_entropy")
 SHOWN = ("mean_cosine", "n_groups")  # the figure's rows, per task
+LABELS = {"mean_cosine": "mean cosine", "n_groups": "groups (≥ 2 tokens)"}
 
 
 def numbers(ds: xr.Dataset) -> dict:
@@ -72,14 +73,14 @@ def draw(sidecar: dict, path: Path) -> None:
             for r in here:
                 after = _floats(r[var]["after"])
                 ax.plot(range(len(after)), after, "o-", ms=3, color=colours[r["lambda"]],
-                        label=f"trained, lambda {r['lambda']:g}")
-            ax.set_title(f"task {task}, D = {noise:g}: {var}", fontsize=9)
-            ax.set_ylabel(var)
+                        label=f"trained, $\\lambda$ = {r['lambda']:g}")
+            ax.set_title(f"task {task}, $D$ = {noise:g}: {LABELS[var]}", fontsize=9)
+            ax.set_ylabel(LABELS[var])
     for ax in axes[-1]:
         ax.set_xlabel("layer")
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle(f"FFN trained under L2: n = {sidecar['n']}, d = {sidecar['d']}, beta = "
-                 f"{sidecar['beta']:g}, {sidecar['steps']} Adam steps, mean of "
+    fig.suptitle(f"FFN trained under L2: $n$ = {sidecar['n']}, $d$ = {sidecar['d']}, "
+                 f"$\\beta$ = {sidecar['beta']:g}, {sidecar['steps']} Adam steps, mean of "
                  f"{sidecar['seeds']} seeds; groups at cosine > "
                  f"{1 - sidecar['cluster_eps']:g}", fontsize=10)
     fig.savefig(path, dpi=90)

@@ -457,7 +457,7 @@ def _dangling(folder: Path, name: str) -> Path:
 
 
 def misuse_case(rng: random.Random, pristine: Path) -> Callable:
-    kind = rng.randrange(9)
+    kind = rng.randrange(10)
 
     def make(folder: Path):
         shutil.copytree(pristine, folder, dirs_exist_ok=True)
@@ -493,6 +493,10 @@ def misuse_case(rng: random.Random, pristine: Path) -> Callable:
         if kind == 7:
             return ["run", cfg, "--out", folder / "w.nc", "--workers",
                     rng.choice(["0", "-1", "x", "1.5", ""])], None
+        if kind == 8:  # a second config into the first's output: disjoint or overlapping
+            grid = rng.choice(["[5.0, 6.0]", "[0.0, 5.0]", "[0.0]"])
+            return [rng.choice(["run", "merge"]), cfg, "--set", f"grid.beta={grid}", "--out",
+                    res], None
         return rng.choice([["show", cfg], ["run", res], ["plan", res], ["status", res],
                            ["plot", cfg, "--var", "x", "--x", "beta"]]), None
     return make

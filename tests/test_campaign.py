@@ -101,7 +101,9 @@ def test_crafted_files_and_misuse_end_in_a_result_or_one_line(
         tmp_path_factory, monkeypatch, sweep_done, model, built_once):
     """The crafted-file and misuse cases alone, each with the outcome it must have: a
     crafted sweep_config is shown or plotted (exit 0), a threshold along beta over a
-    (beta, time) map is drawn, everything else is refused in one line saying what to do."""
+    (beta, time) map is drawn, a second config run or merged into the first's output is
+    refused (run: exit 2 without --force; merge: also exit 1, the parts being another
+    config's), everything else is refused in one line saying what to do."""
     cases = [c for c in campaign.cases(SEED, sweep_done, sweep_done, model)
              if c.category == "crafted files and misuse"]
     tried, failed, seen = run_cases(cases, tmp_path_factory, monkeypatch)
@@ -114,6 +116,10 @@ def test_crafted_files_and_misuse_end_in_a_result_or_one_line(
         elif "--threshold" in words or words[0] in ("show", "plot") and words[1].endswith(".nc"):
             codes["drawn or shown"].add(result.exit_code)
             assert result.exit_code == 0, (words, result.stderr)
+        elif any(w.startswith("grid.beta=") for w in words):  # a second config, one output
+            codes["second config"].add(result.exit_code)
+            assert "another config" in result.stderr or "different config" in result.stderr
+            assert result.exit_code == 2 or words[0] == "merge", (words, result.stderr)
         elif "--direction" in words or "--workers" in words:
             codes["bad option"].add(result.exit_code)
             assert result.stderr.startswith("error: --"), result.stderr
@@ -122,3 +128,4 @@ def test_crafted_files_and_misuse_end_in_a_result_or_one_line(
         elif words[0] in ("show", "plot"):
             assert "a YAML config, not a results file; `sweep run" in result.stderr
     assert codes["drawn or shown"] == {0} and codes["bad option"] == {2}
+    assert 2 in codes["second config"]

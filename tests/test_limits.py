@@ -61,7 +61,7 @@ def test_the_merge_needs_a_block_not_the_whole_dataset():
     ({"grid": {"seed": {"range": [0, 20_000]}}}, "grid", 1 / 16),  # the jobs themselves
 ])
 def test_plan_refuses_what_cannot_fit_and_names_the_key(tmp_path, monkeypatch, raw, key, gib):
-    monkeypatch.setattr(resources, "available_memory", lambda: int(gib * GiB))
+    monkeypatch.setattr(resources, "memory_limit", lambda: (int(gib * GiB), ""))
     result = plan(tmp_path, raw)
     assert result.exit_code == 2, result.output
     line = result.output.strip()
@@ -71,7 +71,7 @@ def test_plan_refuses_what_cannot_fit_and_names_the_key(tmp_path, monkeypatch, r
 
 def test_plan_takes_a_trajectory_sweep_larger_than_memory(tmp_path, monkeypatch):
     # 2600 jobs of 201 saves x 1000 tokens in 3-D: 12.5 GB of positions, merged in blocks
-    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    monkeypatch.setattr(resources, "memory_limit", lambda: (2 * GiB, ""))
     raw = {"model": {"n": 1000}, "integrate": {"t_max": 100.0},
            "grid": {"seed": {"range": [0, 2600]}}, "output": {"positions": "trajectory"}}
     result = plan(tmp_path, raw)
@@ -82,7 +82,7 @@ def test_plan_takes_a_trajectory_sweep_larger_than_memory(tmp_path, monkeypatch)
 def test_run_lowers_the_worker_count_to_what_fits(tmp_path, monkeypatch):
     jobs = jobs_of(model={"n": 4000}, grid={"seed": {"range": [0, 8]}})
     need = resources.need(jobs, "none", 8)
-    monkeypatch.setattr(resources, "available_memory", lambda: int(2.5 * need.per_job))
+    monkeypatch.setattr(resources, "memory_limit", lambda: (int(2.5 * need.per_job), ""))
     monkeypatch.setattr(shards, "task_cpus", lambda: 8)
     result = plan(tmp_path, {"model": {"n": 4000}, "grid": {"seed": {"range": [0, 8]}}})
     assert result.exit_code == 0
@@ -183,7 +183,7 @@ def test_energy_warning_marks_exactly_the_jobs_whose_energy_is_inf():
 
 
 def test_per_head_arrays_are_counted_and_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    monkeypatch.setattr(resources, "memory_limit", lambda: (2 * GiB, ""))
     for extra in ({}, {"qk": "gaussian"}):
         line = plan(tmp_path, {"model": {"heads": 1_000_000_000, **extra}}).output.strip()
         assert line.startswith("error: model.heads: this sweep needs about") and \
@@ -194,7 +194,7 @@ def test_per_head_arrays_are_counted_and_named(tmp_path, monkeypatch):
 
 
 def test_a_refusal_caused_by_the_saved_times_names_t_max(tmp_path, monkeypatch):
-    monkeypatch.setattr(resources, "available_memory", lambda: 2 * GiB)
+    monkeypatch.setattr(resources, "memory_limit", lambda: (2 * GiB, ""))
     line = plan(tmp_path, {"integrate": {"t_max": 1.0e9, "save_every": 0.1}}).output.strip()
     assert line.startswith("error: integrate.t_max: this sweep needs about")
 
@@ -234,3 +234,40 @@ def test_cgroup_limit_is_the_smallest_up_from_the_process_own_cgroup(tmp_path, v
     (proc / "cgroup").write_text("")  # outside any cgroup hierarchy
     assert resources.cgroup_free(proc, root) is None
     assert resources.cgroup_free(tmp_path / "nowhere", root) is None
+
+
+def test_a_run_too_large_for_the_address_space_limit_is_refused_in_one_line(tmp_path):
+    # 1,000,000 jobs hold about 3.8 GiB of Job objects alone: under `ulimit -v` of 3 GiB the
+    # preflight refuses instead of the run being killed part-way
+    import resource
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "big", "model": {"n": 8, "d": 3},
+        "integrate": {"dt": 0.1, "t_max": 1.0, "save_every": 0.5},
+        "grid": {"beta": {"linspace": [0, 9, 1000]}, "seed": {"range": [0, 1000]}},
+        "output": {"path": str(tmp_path / "big.nc")}}))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 * GiB, 3 * GiB))
+
+    done = subprocess.run([sys.executable, "-m", "sweep", "run", str(path), "--workers", "1"],
+                          capture_output=True, text=True, preexec_fn=limit, timeout=300)
+    assert done.returncode == 2, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and line.startswith("error: grid: this sweep needs about")
+    assert "the address-space limit, ulimit -v: 3 GiB" in line and "3.81 GiB for the jobs" in line
+    assert not (tmp_path / "big.parts").exists()
+
+
+def test_the_address_space_limit_counts_what_is_mapped_already(tmp_path, monkeypatch):
+    import resource
+
+    status = tmp_path / "status"
+    status.write_text("Name:\tpython\nVmPeak:\t 900000 kB\nVmSize:\t  524288 kB\n")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (4 * GiB, resource.RLIM_INFINITY))
+    assert resources.address_space_left(status) == (4 * GiB, GiB // 2)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (resource.RLIM_INFINITY,) * 2)
+    assert resources.address_space_left(status) is None

@@ -118,20 +118,27 @@ def run_in_background(jobs, store):
 
 @pytest.mark.parametrize("other_finishes", [True, False],
                          ids=["other-run-finishes", "other-run-gives-up"])
-def test_runner_waits_for_a_job_another_run_holds(tmp_path, monkeypatch, other_finishes):
+@pytest.mark.parametrize("holder", ["live-unrelated-pid", "fresh-lock-of-another-host"])
+def test_runner_waits_for_a_job_another_run_holds(tmp_path, monkeypatch, other_finishes,
+                                                  holder):
+    """A lock whose pid is alive here (pid reuse after a kill -9 looks the same) or whose
+    host is another and whose heartbeat is fresh is respected, and the wait says at once
+    who holds it, since when and how to clear it, then again while it lasts."""
     monkeypatch.setattr(runner, "WAIT_POLL", 0.05)
     monkeypatch.setattr(runner, "WAIT_NOTICE", 0.3)  # said again while the wait lasts
     jobs, store = small_sweep(tmp_path)
     store.dir.mkdir(parents=True)
     held = store.dir / f"{jobs[1].id}.lock"
-    plant(held, locks.HOST, os.getpid())  # alive, and not this JobLocks' token
+    host, pid = (locks.HOST, os.getpid()) if holder == "live-unrelated-pid" else \
+        ("node-elsewhere", 4242)
+    plant(held, host, pid)  # alive (or on a host whose pids we cannot see), not our token
     thread, notices, box = run_in_background(jobs, store)
     deadline = time.time() + 60
     while len(notices) < 2 and time.time() < deadline:
         time.sleep(0.02)
     assert len(notices) >= 2 and notices[1].startswith("waiting for 1 job(s)")
     assert notices[0].startswith("waiting for 1 job(s) another run is computing: held by "
-                                 f"{locks.HOST} pid {os.getpid()} since 00:00:00 UTC (")
+                                 f"{host} pid {pid} since 00:00:00 UTC (")
     assert f"lock {held}. If no sweep runs as that pid" in notices[0]
     assert "remove the lock files" in notices[0]
     assert thread.is_alive() and not store.done(jobs[1])

@@ -382,3 +382,88 @@ def test_a_threshold_file_plots_with_its_seed_count_and_bootstrap_band(tmp_path)
 
     assert labels.title(th, "threshold", fr, "all") == (
         "threshold of clustered_fraction: demo: mean of 6 seeds, 95% bootstrap band")
+
+
+def test_log_x_puts_a_geometric_axis_on_a_log_scale(tmp_path):
+    """d = 2, 3, 8, 32 is neither linear nor geometric: linear by default (slivers at small
+    d), --log-x draws it on a log scale, for lines and heatmaps, a threshold file included."""
+    d = np.array([2, 3, 8, 32])
+    th = xr.Dataset({"threshold": ("d", [1.0, 2.0, 4.0, 6.0]),
+                     "threshold_low": ("d", [0.5, 1.5, 3.5, 5.5]),
+                     "threshold_high": ("d", [1.5, 2.5, 4.5, 6.5])},
+                    coords={"d": d, "time": 30.0}, attrs={"along": "beta", "seeds": 6,
+                                                          "var": "clustered_fraction",
+                                                          "level": 0.5})
+    path = tmp_path / "th.nc"
+    th.to_netcdf(path)
+    seen = {}
+    import matplotlib.figure
+
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+        seen["scales"] = [ax.get_xscale() for ax in panels]
+        seen["y"] = [ax.get_yscale() for ax in panels]
+        seen["ticks"] = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+        return original(fig, *args, **kwargs)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(matplotlib.figure.Figure, "savefig", spy):
+        plain = invoke("plot", path, "--var", "threshold", "--x", "d", "-o", tmp_path / "a.png")
+        assert plain.exit_code == 0, plain.output
+        assert seen["scales"] == ["linear"]
+        logged = invoke("plot", path, "--var", "threshold", "--x", "d", "--log-x",
+                        "-o", tmp_path / "b.png")
+        assert logged.exit_code == 0, logged.output
+        assert seen["scales"] == ["log"] and seen["ticks"] == ["2", "3", "8", "32"]
+        grid = xr.Dataset({"clustered_fraction": (("d", "beta", "time"),
+                                                  np.random.default_rng(0).random((4, 3, 2)))},
+                          coords={"d": d, "beta": [0.0, 1.0, 2.0], "time": [0.0, 1.0]})
+        grid.to_netcdf(tmp_path / "grid.nc")
+        heat = invoke("plot", tmp_path / "grid.nc", "--var", "clustered_fraction", "--x",
+                      "beta", "--y", "d", "--log-y", "-o", tmp_path / "c.png")
+        assert heat.exit_code == 0, heat.output
+        assert seen["scales"] == ["linear"] and seen["y"] == ["log"]
+    bad = invoke("plot", tmp_path / "grid.nc", "--var", "clustered_fraction", "--x", "time",
+                 "--y", "d", "--log-x", "-o", tmp_path / "d.png")
+    assert bad.exit_code == 2 and "--log-x: time has values <= 0" in bad.output
+
+
+def test_lines_of_many_matrices_say_which_are_drawn_and_style_each_kind(tmp_path):
+    """--lines qk over 13 matrix sets (identity, Gaussian and trained per layer): which 7
+    are drawn is said on the console and in the legend; trained, Gaussian and identity lines
+    differ in style, layers in colour."""
+    import unittest.mock
+
+    import matplotlib.figure
+    from matplotlib.colors import to_hex
+
+    qk = ["identity", *(f"m/layer{k}_qk_gaussian.npy" for k in range(1, 7)),
+          *(f"m/layer{k}_qk.npy" for k in range(1, 7))]
+    cos = np.linspace(0.0, 1.0, 5) * np.arange(1, 14)[:, None, None] / 13 * np.ones((13, 2, 1))
+    ds = xr.Dataset({"mean_cosine": (("qk", "seed", "time"), cos)},
+                    coords={"qk": qk, "seed": [0, 1], "time": np.arange(5.0)})
+    ds.to_netcdf(tmp_path / "m.nc")
+    seen = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def spy(fig, *args, **kwargs):
+        lines = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata())]
+        seen["styles"] = {ln.get_label(): (ln.get_linestyle(), to_hex(ln.get_color()))
+                          for ln in lines}
+        seen["legend"] = fig.legends[0].get_title().get_text()
+        return original(fig, *args, **kwargs)
+
+    with unittest.mock.patch.object(matplotlib.figure.Figure, "savefig", spy):
+        r = invoke("plot", tmp_path / "m.nc", "--var", "mean_cosine", "--x", "time",
+                   "--lines", "qk", "-o", tmp_path / "m.png")
+    assert r.exit_code == 0, r.output
+    said = [line for line in r.output.splitlines() if "7 of the 13 values of qk" in line]
+    assert len(said) == 1 and "identity, layer2_qk_gaussian" in said[0]
+    assert seen["legend"].startswith("7 of the 13 values of qk drawn")
+    styles = seen["styles"]
+    assert len(styles) == 7 and styles["qk = identity"] == ("-", "#000000")
+    assert styles["qk = layer2_qk_gaussian"][0] == "--" and styles["qk = layer2_qk"][0] == "-"
+    assert styles["qk = layer2_qk_gaussian"][1] != styles["qk = layer4_qk_gaussian"][1]

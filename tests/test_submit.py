@@ -291,3 +291,63 @@ def test_paths_with_spaces_and_dollars_are_quoted_and_never_run(tmp_path, monkey
     scripts = [str(p) for p in submit.script_paths(plan.output, plan.scheduler)]
     assert all(scripts[0] in shlex.split(line) for line in reruns)  # one word for the shell
     assert scripts[1] in shlex.split(then.replace("<that job>", "1"))
+
+
+# ---------------------------------------------------------------- CPUs and memory per task
+
+REQUESTS = {  # the array task's CPU and memory directives, for --workers 4
+    "slurm": [r"#SBATCH --cpus-per-task=4\n", r"#SBATCH --mem=(\d+)M\n"],
+    "pbs": [r"#PBS -l select=1:ncpus=4:mem=(\d+)mb\n"],
+    "lsf": [r"#BSUB -n 4\n", r'#BSUB -R "span\[hosts=1\]"\n',
+            r'#BSUB -R "rusage\[mem=(\d+)MB\]"\n', r"#BSUB -M (\d+)MB\n"],
+    "sge": [r"#\$ -pe smp 4\n", r"#\$ -l h_vmem=(\d+)M\n"],
+}
+
+
+def _asked(text: str, patterns: list[str]) -> list[int]:
+    """The MiB the directives matching `patterns` ask for (each pattern found once)."""
+    found = []
+    for pattern in patterns:
+        hits = list(re.finditer(pattern, text))
+        assert len(hits) == 1, (pattern, text)
+        found += [int(g) for g in hits[0].groups()]
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_each_task_asks_for_its_cpus_and_the_memory_its_jobs_need(cfg_path, tmp_path,
+                                                                   monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+
+    def scripts(*args):
+        result = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", name,
+                        "--set", "model.n=3000", *args)
+        assert result.exit_code == 0, result.output
+        return result.output.split("# ---- ")[1:3]
+
+    array, merge = scripts("--workers", 4)
+    mine = _asked(array, REQUESTS[name])
+    one = _asked(scripts("--workers", 1)[0], [p.replace("4", "1") for p in REQUESTS[name]
+                                             if "span" not in p and "pe smp" not in p])
+    # four jobs of n = 3000 at once (about 70 MiB each) need more than one does (SGE: per slot)
+    slots = 4 if name == "sge" else 1
+    assert min(mine) * slots > 1024 and all(m * slots > o for m, o in zip(mine, one))
+    assert "4" not in "".join(re.findall(r"ncpus=\d|-n \d|smp \d|cpus-per-task=\d", merge))
+    given = _asked(scripts("--cpus", 4, "--mem", "6G")[0], REQUESTS[name])
+    expected = {"sge": -(-(6144 + 1024 + 4 * 64) // 4)}.get(name, 6144)
+    assert given == [expected] * len(given)
+
+
+def test_a_scheduler_arg_asking_for_cpus_or_memory_replaces_the_request(cfg_path, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--workers", 4,
+                    "--scheduler-arg=--mem=8G", "--scheduler-arg=-c 2")
+    array = result.output.split("# ---- ")[1]
+    assert "--cpus-per-task" not in array and array.count("--mem") == 1
+    assert result.output.startswith("# each task asks for 4 CPU(s)")
+    pbs = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--scheduler", "pbs",
+                 "--scheduler-arg=-l select=1:ncpus=8")
+    assert "mem=" not in pbs.output.split("# ---- ")[1]
+    bad = invoke("submit", cfg_path, "--shards", 3, "--dry-run", "--mem", "lots")
+    assert bad.exit_code == 2 and bad.output.count("\n") == 1 and "--mem" in bad.output

@@ -461,3 +461,31 @@ def test_the_escape_depth_in_the_results_is_what_sweep_monotone_measures(tmp_pat
         else:
             first = int(np.argmax(fell))
             assert cos[c, int(depth)] == peak[c, first] and depth <= first
+
+
+def test_the_summary_is_per_task_a_rerun_says_what_it_reused_and_layers_summarise(tmp_path):
+    """Two tasks with opposite goals are summarised apart; a rerun reads every point back and
+    says so; t_cluster and max_clusters per (point, checkpoint) as a layer model defines
+    them: the first layer with clustered_fraction >= 1/2, the most n_clusters over l >= 1."""
+    raw = config(grid={"task": ["labels", "mean"], "seed": [0, 1]},
+                 model={"noise": 0.0}, integrate={"cluster_eps": 0.3})
+    raw["training"].pop("task")
+    path = write(tmp_path, raw)
+    first = invoke("train", path, "-o", tmp_path)
+    assert first.exit_code == 0, first.output
+    rows = [line for line in first.output.splitlines() if "eval_loss, mean" in line]
+    assert len(rows) == 2 and "labels" in rows[0] and "mean" in rows[1]
+    assert "resumed" not in first.output
+    again = invoke("train", path, "-o", tmp_path)
+    assert again.exit_code == 0, again.output
+    assert f"resumed: 4 of 4 point(s) read from {tmp_path / 'tiny.parts'}" in again.output
+    assert "0 trained now" in again.output
+    ds = load(tmp_path / "tiny.nc")
+    assert ds.t_cluster.dims == ds.max_clusters.dims == ("task", "seed", "checkpoint")
+    cf, nc = ds.clustered_fraction.values, ds.n_clusters.values
+    for index in np.ndindex(ds.t_cluster.shape):
+        hit = np.flatnonzero(cf[index] >= 0.5)
+        want = float(ds.layer.values[hit[0]]) if hit.size else np.nan
+        np.testing.assert_equal(float(ds.t_cluster.values[index]), want)
+        assert ds.max_clusters.values[index] == nc[index][1:].max()
+    assert np.isfinite(ds.t_cluster.values).any()

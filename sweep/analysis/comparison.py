@@ -4,12 +4,12 @@ matplotlib and sidecar conventions."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 
 from sweep.analysis import labels, results
+from sweep.analysis.labels import matrix_kind
 from sweep.analysis.overlays import numbers, write_numbers
 from sweep.analysis.plots import _pyplot, _status
 
@@ -59,14 +59,6 @@ def trained_vs_random(sim, probe, path, numbers_path=None) -> Path:
     if numbers_path is not None:
         write_numbers(shown, numbers_path)
     return path
-
-
-def matrix_kind(label: str) -> tuple[str, int]:
-    """('identity' | 'gaussian' | 'trained', layer) of a `qk` coordinate."""
-    found = re.search(r"layer(\d+)_qk(_gaussian)?\.npy", label)
-    if not found:
-        return "identity", 0
-    return ("gaussian" if found.group(2) else "trained"), int(found.group(1))
 
 
 def _matrix_style(label: str, colours) -> dict:

@@ -5,6 +5,7 @@ and why a cell is empty. Read from the results' own attributes; no matplotlib he
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +15,12 @@ from sweep.storage.coords import number_text
 
 SYMBOLS = {"beta": "β", "time": "t", "d": "d", "n": "n", "noise": "D", "dt": "Δt",
            "heads": "h", "head_beta": "β_h", "overlap": "ρ₀", "cluster_eps": "ε",
-           "kappa": "κ", "layer": "layer"}
+           "kappa": "κ", "layer": "layer", "lambda": "λ", "mu": "μ",
+           "checkpoint": "steps"}
 WORDS = {"beta": "inverse temperature", "time": "time", "d": "dimension", "n": "tokens",
          "noise": "noise", "dt": "step", "heads": "heads", "head_beta": "head temperatures",
-         "overlap": "initial cosine", "cluster_eps": "cluster threshold", "kappa": "coupling"}
+         "overlap": "initial cosine", "cluster_eps": "cluster threshold", "kappa": "coupling",
+         "lambda": "L2 weight", "mu": "regulariser weight", "checkpoint": "training"}
 VARIABLES = {
     "clustered_fraction": "fraction of pairs with cos > 1 − {eps}",
     "n_clusters": "clusters (components of cos > 1 − {eps})",
@@ -29,6 +32,12 @@ VARIABLES = {
     "energy": "interaction energy E_β",
     "attention_entropy": "attention entropy (nats)",
     "t_cluster": "clustering time t (half of the pairs merged)",
+    # training results (sweep train): short labels, the long names stay in the file
+    "loss": "training objective (task loss + λ Σ|W_l|²)",
+    "eval_loss": "task loss of the output",
+    "ffn_weight": "FFN weight W_l",
+    "escape_depth": "escape depth (layer)",
+    "peak_fall": "fall from the running peak",
 }
 REDUCED = {"plateau": "plateau of {}", "max": "maximum over t of {}", "min": "minimum over t of {}",
            "mean": "mean over t of {}"}
@@ -43,6 +52,15 @@ def short(text) -> str:
     """A label as a legend or tick shows it: a matrix file by its name without folders."""
     text = str(text)
     return Path(text).stem if text.endswith(".npy") else text
+
+
+def matrix_kind(label: str) -> tuple[str, int]:
+    """('identity' | 'gaussian' | 'trained', layer) of a `qk` coordinate (files written by
+    `sweep extract --controls`: layerL_qk.npy, layerL_qk_gaussian.npy)."""
+    found = re.search(r"layer(\d+)_qk(_gaussian)?\.npy", label)
+    if not found:
+        return "identity", 0
+    return ("gaussian" if found.group(2) else "trained"), int(found.group(1))
 
 
 def value_text(axis: str, value) -> str:

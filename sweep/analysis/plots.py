@@ -15,7 +15,7 @@ import numpy as np
 
 from sweep.analysis import labels, overlays, results
 from sweep.analysis.overlays import number, numbers, write_numbers
-from sweep.analysis.scales import edges, place, scale
+from sweep.analysis.scales import edges, force_log, place, scale
 from sweep.errors import ConfigError
 
 MAX_FACETS = 6
@@ -34,7 +34,7 @@ def _pyplot():
 
 def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
          selection=None, threshold=None, theory=None, series: str | None = None,
-         numbers_path=None, refined=None) -> Path:
+         numbers_path=None, refined=None, log: tuple[str, ...] = ()) -> Path:
     """Draw a heatmap of var over (x, y), or with y=None lines of var against x; save it,
     and with numbers_path the JSON of the numbers it shows.
 
@@ -42,9 +42,12 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     panel per value (at most MAX_FACETS). threshold: a `sweep threshold` dataset of these
     results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
     t_boundary or rho, or kappa-c noise_c) for the data's n and attention model; refined:
-    a `sweep refine` dataset, its samples and thresholds drawn over the heatmap.
+    a `sweep refine` dataset, its samples and thresholds drawn over the heatmap. log: the
+    axes ("x", "y") drawn on a log scale whatever their spacing (d = 2, 3, 8, 32).
     """
     path = _checked(path, ds, threshold, theory, refined)
+    for which in log:
+        ds = force_log(ds, x if which == "x" else y, f"--log-{which}")
     axes = [x] if y is None else [x, y]
     da = results.variable(ds, var)
     if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
@@ -99,7 +102,8 @@ def _checked(path, ds, threshold, theory, refined=None) -> Path:
 
 def _save(fig, axes, shown: dict, path: Path, numbers_path) -> None:
     _legend(fig, axes)
-    fig.suptitle(_wrap(shown["title"], 110), fontsize=10)
+    # about 13 characters of 10-point text per inch: the title wraps inside the figure
+    fig.suptitle(_wrap(shown["title"], int(13 * fig.get_figwidth())), fontsize=10)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     _pyplot().close(fig)
@@ -147,6 +151,14 @@ def _wrap(text: str, width: int = 48) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))
+
+
+def _fit(text: str, width: int) -> str:
+    """An axis label on one line when it fits in `width` characters, else on two of about
+    equal length (never three: a label is a name, not a sentence)."""
+    if len(text) <= width:
+        return text
+    return _wrap(text, max(len(text) // 2 + 8, width // 2))
 
 
 # ---------------------------------------------------------------- axes and scales
@@ -209,31 +221,64 @@ def _lines(ax, fr, ds, x: str, series: str | None, theory, when) -> list[dict]:
     others = [d for d in mean.dims if d != xd]
     by = results.axis_dim(mean, series) if series else (others[0] if others else None)
     kind = _axis(ax, "x", x, mean[x])
-    values = list(mean[by].values) if by else [None]
-    if by and len(values) > MAX_LINES:
-        pick = np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))
-        values = [values[k] for k in pick]
-    colours = _pyplot().cm.viridis(np.linspace(0, 0.9, len(values)))
+    values = _picked(ax, mean, series, by)
     xs = np.arange(mean.sizes[xd]) if kind == "category" else mean[x].values.astype(float)
     style = dict(marker="o", ms=4, lw=1.0) if kind == "category" else dict(lw=1.5)
     drawn = []
-    for colour, value in zip(colours, values):
+    for value, look in zip(values, _looks(values)):
         pick = {by: value} if by else {}
         m, lo, hi, n = (a.sel(pick) for a in (fr.centre, fr.low, fr.high, fr.count))
         text = labels.value_text(by, value) if by else None
         if fr.statistic == "median":
             text = f"{text or 'median'} ({int(n.sum())} of {fr.seeds * n.size} runs clustered)"
         finite = np.where(np.isinf(m.values), np.nan, m.values)
-        ax.plot(xs, finite, color=colour, label=text, **style)
-        ax.fill_between(xs, _finite(lo.values), _finite(hi.values), color=colour, alpha=0.2,
-                        lw=0)
+        ax.plot(xs, finite, label=text, **{**style, **look})
+        ax.fill_between(xs, _finite(lo.values), _finite(hi.values), color=look["color"],
+                        alpha=0.2, lw=0)
         line = {"label": text, x: numbers(mean[x].values), "y": numbers(m.values),
                 "low": numbers(lo.values), "high": numbers(hi.values), "count": numbers(n)}
         if theory is not None:
             line["theory"] = overlays.draw_rho(ax, theory, by, value, x)
         drawn.append(line)
-    ax.set_ylabel(_wrap(labels.var_label(ds, mean.name, when), 44), fontsize=9)
+    ax.set_ylabel(_fit(labels.var_label(ds, mean.name, when), 44), fontsize=9)
     return drawn
+
+
+def _picked(ax, mean, series: str | None, by: str | None) -> list:
+    """The values of `by` drawn as lines: all, or MAX_LINES spread over them, which a
+    SweepWarning (one console line) and a legend entry say."""
+    import warnings
+
+    from sweep.errors import SweepWarning
+
+    values = list(mean[by].values) if by else [None]
+    if not by or len(values) <= MAX_LINES:
+        return values
+    pick = np.unique(np.linspace(0, len(values) - 1, MAX_LINES).round().astype(int))
+    shown = [labels.short(results.cell(values[k])) for k in pick]
+    what = f"{len(pick)} of the {len(values)} values of {series or by} drawn"
+    warnings.warn(f"--lines {series or by}: {what}: {', '.join(shown)} (pick others with "
+                  f"--sel {series or by}=VALUE)", SweepWarning, stacklevel=4)
+    ax._sweep_note = f"{what} (evenly spread)"  # the legend's title
+    return [values[k] for k in pick]
+
+
+KIND_STYLES = {"identity": dict(color="black", lw=2.5), "trained": dict(ls="-"),
+               "gaussian": dict(ls="--", lw=1.0)}
+
+
+def _looks(values: list) -> list[dict]:
+    """A colour per line; matrix files of different kinds (trained, Gaussian, identity: the
+    files of `sweep extract --controls`) a line style per kind and a colour per layer."""
+    texts = [str(results.cell(v)) for v in values]
+    kinds = [labels.matrix_kind(t) for t in texts]
+    if len({k for k, _ in kinds}) < 2 or not any(t.endswith(".npy") for t in texts):
+        colours = _pyplot().cm.viridis(np.linspace(0, 0.9, len(values)))
+        return [dict(color=c) for c in colours]
+    layers = sorted({layer for _, layer in kinds})
+    colours = _pyplot().cm.viridis(np.linspace(0, 0.9, max(len(layers), 1)))
+    return [{"color": colours[layers.index(layer)], **KIND_STYLES[kind]}
+            for kind, layer in kinds]
 
 
 def _finite(values: np.ndarray) -> np.ndarray:
@@ -277,7 +322,7 @@ def _colour_bar(fig, mesh, axes, norm, text: str) -> None:
         ticks = [2**k for k in range(12) if norm.vmin <= 2**k <= norm.vmax]
         bar.set_ticks(ticks, labels=[str(t) for t in ticks])
         bar.minorticks_off()
-    bar.set_label(_wrap(text, 40), fontsize=8)
+    bar.set_label(_fit(text, 60), fontsize=8)
 
 
 def _legend(fig, axes) -> None:
@@ -291,6 +336,7 @@ def _legend(fig, axes) -> None:
             if text and not text.startswith("_") and text not in seen:
                 seen.add(text)
                 handles.append((handle, text))
+    notes = sorted({getattr(ax, "_sweep_note", "") for ax in axes} - {""})
     if handles:
         width = 55 if len(axes) == 1 else 90  # a legend as wide as the panels
         handles, texts = zip(*handles)
@@ -298,7 +344,7 @@ def _legend(fig, axes) -> None:
         widest = max(len(line) for t in texts for line in t.splitlines())
         ncol = min(len(texts), max(1, 100 * len(axes) // (widest + 8)))
         fig.legend(handles, texts, loc="outside lower center", fontsize=7, frameon=False,
-                   ncol=ncol)
+                   ncol=ncol, title="; ".join(notes) or None, title_fontsize=7)
 
 
 # ---------------------------------------------------------------- overlays

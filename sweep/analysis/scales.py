@@ -7,11 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from sweep.analysis import results
+from sweep.errors import ConfigError
 
 
 def scale(coord) -> str:
-    """'category' (a text axis, or one or two values), 'log' (declared logspace, or a
-    geometric list) or 'linear': numeric axes are drawn at their values, however irregular."""
+    """'category' (a text axis, or one or two values), 'log' (asked for: `sweep plot
+    --log-x`, a declared logspace or a geometric list) or 'linear': numeric axes are drawn
+    at their values, however irregular."""
+    if coord.attrs.get("plot_scale") == "log":
+        return "log"
     if results.is_text(coord) or coord.size <= 2:  # two values have no spacing to show
         return "category"
     v = np.asarray(coord.values, dtype=float)
@@ -24,6 +28,19 @@ def scale(coord) -> str:
         steps = np.diff(np.sort(v))
         return "linear" if np.allclose(steps, steps[0], rtol=1e-6) else "log"
     return "linear"
+
+
+def force_log(ds, axis: str, option: str):
+    """The dataset with `axis` drawn on a log scale (ConfigError naming `option` when it has
+    text or values <= 0, which a log axis cannot place)."""
+    if axis not in ds.coords:
+        return ds  # not a grid axis (time of a dataset without one): plot names the problem
+    coord = ds[axis]
+    if results.is_text(coord):
+        raise ConfigError(f"{option}: {axis} holds text; a log axis needs numbers")
+    if not (np.asarray(coord.values, dtype=float) > 0).all():
+        raise ConfigError(f"{option}: {axis} has values <= 0, which a log axis cannot show")
+    return ds.assign_coords({axis: coord.copy().assign_attrs(plot_scale="log")})
 
 
 def edges(v: np.ndarray, kind: str) -> np.ndarray:

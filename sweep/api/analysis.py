@@ -84,13 +84,15 @@ def _written(result: xarray.Dataset, out: str | Path | None) -> xarray.Dataset:
 def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = None, *,
          x: str = "beta", y: str | None = None, time: str | float | None = None,
          sel: dict[str, float | str] | None = None, lines: str | None = None, threshold=None,
-         theory=None, numbers: str | Path | None = None, refined=None) -> Path:
+         theory=None, numbers: str | Path | None = None, refined=None, log_x: bool = False,
+         log_y: bool = False) -> Path:
     """A phase diagram of `var` over (x, y), with a threshold and a theory curve drawn on it,
     or lines of `var` against x (y None); saved to `path` (.png, .pdf, .svg; default
     figures/<results file>-<var>.png) and returned (`sweep plot`). sel: fix axes at one of
     their grid values (exactly; ConfigError naming the nearest otherwise); threshold, theory:
     datasets or their files; refined: a `sweep refine` dataset or file, its samples and
-    thresholds drawn over the heatmap; numbers: also write the numbers the figure shows."""
+    thresholds drawn over the heatmap; numbers: also write the numbers the figure shows
+    (JSON); log_x, log_y: that axis on a log scale whatever its spacing (d = 2, 3, 8, 32)."""
     from sweep.analysis import plots
 
     if path is None:
@@ -101,7 +103,8 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
                                          ("refined", refined)) if v is not None}
     try:
         return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
-                          series=lines, numbers_path=numbers, **extra)
+                          series=lines, numbers_path=numbers,
+                          log=("x",) * log_x + ("y",) * (log_y and y is not None), **extra)
     except OSError as err:  # an unwritable place for the figure
         from sweep.errors import StoreError
 

@@ -290,7 +290,7 @@ def _run_round(jobs: list, where, part, workers, hooks, done: Refinement,
         todo = cut(jobs, part.index, part.count) if part else jobs
         with done.timed("preflight"):
             if done.memory is None:
-                done.memory = resources.available_memory()
+                done.memory = resources.memory_limit()
             width = preflight(where.config, todo, workers or shards.task_cpus(), merged=False,
                               warn=not done.rounds, available=done.memory)
         where.keep_written()  # the round is read back at once: from memory, not its files

@@ -94,11 +94,14 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
            parallel: int | None = None, workers: int | None = None,
            scheduler: str = "slurm", scheduler_args: list[str] | None = None,
            dry_run: bool = False, env_lines: list[str] | None = None,
-           refine: dict | None = None) -> Submission:
+           refine: dict | None = None, cpus: int | None = None,
+           memory: str | None = None) -> Submission:
     """Write a job-array script of `shards` tasks and a merge job for the config's file,
     compile its kernels into the compile cache, and submit both (`sweep submit`); with
     dry_run, only make the scripts. env_lines: shell lines both scripts run first
-    (`module load ...`, `source ...`). SchedulerError (a ConfigError) if the scheduler refuses.
+    (`module load ...`, `source ...`). cpus and memory ('4G'): what each task asks for
+    (default: `workers` CPUs, else 1, and the memory the plan says that many running jobs
+    need, sweep.scheduling.requests). SchedulerError (a ConfigError) if the scheduler refuses.
     refine: a refinement instead (refine_rounds' keywords: var, level, along, tol, ...): the
     array of its first round not done and a driver job that submits the next
     (sweep/scheduling/rounds.py); `out` is then where the refinement is written."""
@@ -106,7 +109,7 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
 
     if refine is not None:
         return _submit_refine(config, shards, refine, out, parallel, workers, scheduler,
-                              scheduler_args, dry_run, env_lines)
+                              scheduler_args, dry_run, env_lines, cpus, memory)
     training = not isinstance(config, Config)  # a training config: its tasks run sweep train
     if training:
         points = math.prod(len(a) for a in config.axes)
@@ -114,20 +117,24 @@ def submit(config: Config, shards: int, out: str | Path | None = None,
         out = training_output(config, out)
     if config.source is None:
         raise ConfigError("submit: the array's tasks read a config file; load one from a file")
-    jobs = len(expand(config)) * (points if training else 1)
+    layer_jobs = expand(config)
+    jobs = len(layer_jobs) * (points if training else 1)
     if shards > jobs:
         warnings.warn(f"{shards} shards for {jobs} job(s); shards {jobs} to {shards - 1} have "
                       "nothing to do", SweepWarning, stacklevel=2)
+    wanted = task_requests(config, layer_jobs, -(-jobs // shards), cpus or workers or 1,
+                           memory)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
                              output(config, out), shards, parallel, workers, scheduler_args,
-                             scheduler, "train" if training else "run", env_lines)
+                             scheduler, "train" if training else "run", env_lines, wanted)
     texts = dict(zip(made.scripts, (scripts.array_script(made), scripts.merge_script(made))))
     ids = None if dry_run else scripts.submit(made, config.hash)
     return Submission(texts, jobs, ids, made)
 
 
 def _submit_refine(config: Config, shards: int, refine: dict, out, parallel, workers,
-                   scheduler: str, scheduler_args, dry_run: bool, env_lines) -> Submission:
+                   scheduler: str, scheduler_args, dry_run: bool, env_lines, cpus,
+                   memory) -> Submission:
     """The array of the refinement's first round not done, and its driver (rounds.py)."""
     from sweep.api.refining import refine_rounds
     from sweep.scheduling import rounds, scripts
@@ -135,14 +142,19 @@ def _submit_refine(config: Config, shards: int, refine: dict, out, parallel, wor
     if config.source is None:
         raise ConfigError("submit: the array's tasks read a config file; load one from a file")
     done = refine_rounds(config, **refine, out=out, compute=False)  # checks the question
+    tasks = max(1, min(shards, done.pending))
+    wanted = task_requests(config, expand(config), -(-done.pending // tasks),
+                           cpus or workers or 1, memory)
     made = scripts.make_plan(config.name, config.source, list(config.overrides),
-                             output(config, None), max(1, min(shards, done.pending)),
-                             parallel, workers, scheduler_args, scheduler, "refine", env_lines)
+                             output(config, None), tasks, parallel, workers, scheduler_args,
+                             scheduler, "refine", env_lines, wanted)
     if done.dataset is not None:  # every round is done: the refinement is written
         return Submission({}, 0, None, made, done.rounds, done.path)
     options = rounds.refine_options(refine)
     again = [*(["--parallel", str(parallel)] if parallel else []),
              *(["--workers", str(workers)] if workers else []),
+             *(["--cpus", str(cpus)] if cpus else []),
+             *(["--mem", memory] if memory else []),
              *(f"--scheduler-arg={a}" for a in scheduler_args or []),
              *(f"--env-line={line}" for line in env_lines or []),
              *(["--out", str(out)] if out else [])]
@@ -151,3 +163,16 @@ def _submit_refine(config: Config, shards: int, refine: dict, out, parallel, wor
                              rounds.driver_script(made, shards, options, again))))
     ids = None if dry_run else rounds.submit_round(made, done.rounds, texts, config.hash)
     return Submission(texts, done.pending, ids, made, done.rounds)
+
+
+def task_requests(config: Config, jobs: list, per_task: int, cpus: int,
+                  memory: str | None = None) -> tuple:
+    """(the array tasks' Request, the merge job's): `cpus` jobs at once in a task holding
+    `per_task` jobs, the merge on one CPU; `memory` ('4G') replaces the tasks' estimate."""
+    from sweep.execution import resources
+    from sweep.scheduling.requests import Request, memory_mib, parse_memory
+
+    need = resources.need(jobs, config.output.positions, cpus, merged=True)
+    task = cpus * need.per_job + per_task * resources.JOB_OBJECT_BYTES
+    mib = parse_memory(memory) if memory is not None else memory_mib(task)
+    return Request(cpus, mib), Request(1, memory_mib(need.merged))

@@ -103,15 +103,15 @@ def _check_parts(where: Store, jobs, force: bool) -> None:
 
 
 def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
-              warn: bool = True, available: int | None = None) -> int:
+              warn: bool = True, available: tuple | None = None) -> int:
     """Refuse what cannot fit in memory (ConfigError); warn about unstable steps; return
-    how many of `workers` jobs fit in memory at once. available: the bytes of memory free,
-    if the caller read them already (resources.available_memory reads a dozen files)."""
+    how many of `workers` jobs fit in memory at once. available: resources.memory_limit()
+    if the caller read it already (it reads a dozen files)."""
     from sweep.execution import resources, stability
 
     need = resources.need(jobs, config.output.positions, workers, merged)
-    available = resources.available_memory() if available is None else available
-    resources.check(need, available)  # before any warning: a refused config says one line
+    available, limit = resources.memory_limit() if available is None else available
+    resources.check(need, available, limit)  # before any warning: a refused config: one line
     for line in stability.warnings(jobs) if warn else ():
         warnings.warn(line, SweepWarning, stacklevel=3)
     fit = resources.workers_that_fit(need, available)

@@ -37,8 +37,9 @@ def train(source: str | Path | dict, out: str | Path | None = None,
     the dataset of per-layer observables before and after, the loss curves and the trained
     matrices, written to OUT/<name>.nc (default: beside output.path). Finished points are
     kept in OUT/<name>.parts/ and skipped when run again; a shard ('I/K', or from the
-    environment as for `run`) trains its points only and returns None. Docs:
-    docs/training.md."""
+    environment as for `run`) trains its points only and returns None. The dataset's
+    encoding says how many points there are ("points") and how many of them were read
+    back from the parts ("reused"). Docs: docs/training.md."""
     from sweep.storage.netcdf import write_dataset
     from sweep.storage.store import beside
     from sweep.training import settings, sweeping
@@ -51,11 +52,13 @@ def train(source: str | Path | dict, out: str | Path | None = None,
         tc = settings.load_training(source, overrides)
     path = training_output(tc.config, out)
     part = resolve_shard(shard)
-    ds = sweeping.run(tc, command, parts=beside(path, "parts"),
-                      shard=None if part is None else (part.index, part.count))
+    ds, points, reused = sweeping.run(tc, command, parts=beside(path, "parts"),
+                                      shard=None if part is None else (part.index, part.count))
     if ds is not None:
         ds = with_escape(ds)
         ds.encoding["source"] = str(write_dataset(ds, path))
+        # how many points a rerun read back from the parts instead of training them
+        ds.encoding.update(points=points, reused=reused, parts=str(beside(path, "parts")))
     return ds
 
 

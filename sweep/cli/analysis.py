@@ -152,7 +152,8 @@ def plot_cmd(
         = None,
         lines: Annotated[str | None, typer.Option(
             "--lines", metavar="AXIS",
-            help="Line plot: one line per value of this axis (a few are picked).")] = None,
+            help="Line plot: one line per value of this axis (at most 7: more are thinned "
+            "evenly, and the console and legend say which are drawn).")] = None,
         threshold: Annotated[Path | None, typer.Option(
             "--threshold", metavar="FILE.nc",
             help="A sweep threshold file to draw with its interval.", readable=False)] = None,
@@ -169,14 +170,19 @@ def plot_cmd(
         numbers: Annotated[Path | None, typer.Option(
             "--numbers", metavar="FILE.json", help="Also write the numbers the figure shows "
             "as JSON (curves, bands, counts, threshold points, deviations from theory).",
-            readable=False)] = None):
+            readable=False)] = None,
+        log_x: Annotated[bool, typer.Option(
+            "--log-x", help="The horizontal axis on a log scale (geometric grids such as "
+            "d = 2, 3, 8, 32; a declared logspace is one already).")] = False,
+        log_y: Annotated[bool, typer.Option(
+            "--log-y", help="The vertical axis of a heatmap on a log scale.")] = False):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis.results import parse_selection
 
     with user_errors():
         done = api.plot(results, var, output, x=x, y=y, time=time, sel=parse_selection(sel),
                         lines=lines, threshold=threshold, theory=theory, numbers=numbers,
-                        refined=refined)
+                        refined=refined, log_x=log_x, log_y=log_y)
     out.print(f"figure: {done}", markup=False, soft_wrap=True)
     if numbers is not None:
         out.print(f"numbers: {numbers}", markup=False, soft_wrap=True)

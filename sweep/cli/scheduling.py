@@ -113,6 +113,13 @@ RefineOpt = Annotated[str | None, typer.Option(
     "refine` as one string, e.g. `--refine '--var clustered_fraction --level 0.5 --along beta "
     "--tol 0.5'`; one array per round, each followed by a driver job that submits the next "
     "(--out: where the refinement is written).")]
+CpusOpt = Annotated[int | None, typer.Option(
+    "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: --workers, else 1); "
+    "a --scheduler-arg asking for CPUs replaces it.")]
+MemOpt = Annotated[str | None, typer.Option(
+    "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M (default: what "
+    "`sweep plan` says C running jobs need, plus the interpreter); a --scheduler-arg asking "
+    "for memory replaces it.")]
 
 
 @app.command("submit")
@@ -120,7 +127,8 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
                shards: ShardsOpt = ..., parallel: ParallelOpt = None,
                scheduler: SchedulerOpt = "slurm", dry_run: DryRunOpt = False,
                scheduler_args: SchedulerArgOpt = None, workers: TaskWorkersOpt = None,
-               env_lines: EnvLineOpt = None, refine: RefineOpt = None):
+               env_lines: EnvLineOpt = None, refine: RefineOpt = None, cpus: CpusOpt = None,
+               memory: MemOpt = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
     and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
@@ -132,11 +140,15 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
         asked = refine_keywords(config, refine) if refine is not None else None
         done = api.submit(_load_any(config, sets), shards, path, parallel, workers,
                           Scheduler(scheduler).value, scheduler_args, dry_run, env_lines,
-                          asked)
+                          asked, cpus, memory)
     if done.round is not None:
         _print_rounds(done, dry_run)
         return
+    task, merge = done.plan.requests
+    says = (f"each task asks for {task.describe()}, the merge job {merge.describe()} "
+            "(--cpus, --mem or a --scheduler-arg change them)")
     if done.ids is None:
+        print(f"# {says}")
         for script, text in done.scripts.items():
             print(f"# ---- {script}\n{text}")
         print("# ---- submitted with (ARRAY_ID: the id the first prints; the merge job waits "
@@ -147,6 +159,7 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
               f"{done.plan.logs}", markup=False, soft_wrap=True)
     out.print(f"merge job {done.ids[1]}: runs when every task succeeded, writes "
               f"{done.plan.output}", markup=False, soft_wrap=True)
+    out.print(says, markup=False, soft_wrap=True)
     where = [] if path is None else [f"output.path={done.plan.output}"]
     out.print(f"follow with: sweep status {config}" + "".join(f" --set {s}" for s in
                                                               [*(sets or []), *where]),

@@ -39,14 +39,30 @@ def train_cmd(config: ConfigArg, sets: SetOpt = None,
         out.print("shard done: its points are kept as parts; sweep train without --shard "
                   "assembles the dataset", markup=False, soft_wrap=True)
         return
-    table = Table(title=f"{len(ds.checkpoint)} checkpoints, {ds.sizes['step']} steps")
-    for col in ("quantity", "before", "after"):
-        table.add_column(col)
-    first, last = ds.isel(checkpoint=0), ds.isel(checkpoint=-1)
-    for name in ("eval_loss", "order_parameter", "n_groups"):
-        a, b = first[name], last[name]
-        if "layer" in a.dims:
-            a, b, name = a.isel(layer=-1), b.isel(layer=-1), f"{name} (last layer)"
-        table.add_row(f"{name}, mean", f"{float(a.mean()):.4g}", f"{float(b.mean()):.4g}")
-    out.print(table)
+    out.print(_summary(ds))
+    if ds.encoding.get("reused"):
+        points, reused = ds.encoding["points"], ds.encoding["reused"]
+        out.print(f"resumed: {reused} of {points} point(s) read from {ds.encoding['parts']} "
+                  f"(trained by an earlier run), {points - reused} trained now", markup=False,
+                  soft_wrap=True)
     out.print(f"results: {ds.encoding['source']}", markup=False, soft_wrap=True)
+
+
+def _summary(ds) -> Table:
+    """Before and after training, per task when the grid sweeps tasks (their goals differ:
+    one mean over both would say nothing), each a mean over the other axes."""
+    tasks = [str(t) for t in ds.task.values] if "task" in ds.dims else [None]
+    table = Table(title=f"{len(ds.checkpoint)} checkpoints, {ds.sizes['step']} steps; means "
+                        f"over the other axes{', per task' if tasks[0] else ''}")
+    for col in (["task"] if tasks[0] else []) + ["quantity", "before", "after"]:
+        table.add_column(col)
+    for task in tasks:
+        part = ds.sel(task=task) if task else ds
+        first, last = part.isel(checkpoint=0), part.isel(checkpoint=-1)
+        for name in ("eval_loss", "order_parameter", "n_groups"):
+            a, b = first[name], last[name]
+            if "layer" in a.dims:
+                a, b, name = a.isel(layer=-1), b.isel(layer=-1), f"{name} (last layer)"
+            row = [f"{name}, mean", f"{float(a.mean()):.4g}", f"{float(b.mean()):.4g}"]
+            table.add_row(*([task] if task else []), *row)
+    return table

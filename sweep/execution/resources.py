@@ -6,12 +6,17 @@ which works one row at a time, and the n x n matrices of the fast paths) plus it
 series and, with `output.positions: trajectory`, n_saves x n x d positions. The merge
 writes the dataset in blocks of consecutive jobs (sweep.storage.merging): it holds one block of
 at most MERGE_BLOCK_BYTES (one job at least) and the part it is reading, whatever the size of
-the whole; the file itself goes to disk.
+the whole; the file itself goes to disk. Every run also holds its Job objects (the job
+list, their ids, the parts' index: JOB_OBJECT_BYTES each) and, per worker, the results of the
+batch it is running (at most BATCH_BYTES). What the process may allocate is the least of free
+memory, its cgroups' room and its address-space limit (RLIMIT_AS, `ulimit -v`) less what it
+has mapped already.
 """
 
 from __future__ import annotations
 
 import os
+import resource
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +27,7 @@ from sweep.kernels.codes import OBSERVABLES
 from sweep.storage import MERGE_BLOCK_BYTES
 
 JOB_OBJECT_BYTES = 4096  # a Job and its parameters, held for every grid point
+BATCH_BYTES = 64 * 2**20  # what the jobs of one batch hold at most (kernel.job_memory)
 GiB = 2**30
 
 
@@ -32,17 +38,25 @@ class Need:
     merged: int       # bytes to merge the parts into one dataset (0 if not merged)
     job_culprit: str  # the config key that drives a job's need
     merge_culprit: str  # ... and the merged dataset's
+    held: int = 0     # bytes of the Job objects, their ids and index entries (in `merged` too)
+    batch: int = 0    # bytes one worker's batch holds (one job at least)
+
+    @property
+    def running(self) -> int:
+        """The least a run holds: its jobs and one worker's batch."""
+        return self.held + max(self.per_job, self.batch)
 
 
 def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> Need:
     """Estimate the peak memory of running `jobs` on `workers` threads, then merging them:
     a block of the merge and the parts it is read from, and every job's Job object."""
-    count, saves, shapes, parts, n, d = 0, 0, set(), {}, 0, 0
+    count, saves, shapes, parts, n, d, batch = 0, 0, set(), {}, 0, 0, 0
     for job, times in kinds(jobs):  # memory does not depend on a job's seed
         count += times
         saves = max(saves, job.integrate.n_saves)
         shapes.add((job.model.n, job.model.d))
         holds = job_memory(job, positions)
+        batch = max(batch, min(BATCH_BYTES, times * sum(holds.values())))
         if sum(holds.values()) > sum(parts.values()):
             parts, n, d = holds, job.model.n, job.model.d
     if not count:
@@ -54,14 +68,18 @@ def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> 
         pos = (saves if positions == "trajectory" else 1) * n * d * 8
     block = max(series + pos, min(count * (series + pos), MERGE_BLOCK_BYTES))
     # the block + the parts it is read from (a batch holds about as much)
-    merged_bytes = 2 * block + count * JOB_OBJECT_BYTES if merged else 0
+    held = count * JOB_OBJECT_BYTES
+    merged_bytes = 2 * block + held if merged else 0
     workers = max(1, min(workers, count))
     job_culprit = max(parts, key=parts.get)
     if job_culprit == "model.n" and d > n:
         job_culprit = "model.d"
-    merge_culprit = "grid" if count * JOB_OBJECT_BYTES > series + pos else \
+    if held > per_job:
+        job_culprit = "grid"
+    merge_culprit = "grid" if held > series + pos else \
         "output.positions" if pos > series else "integrate.t_max"  # one job's results
-    return Need(per_job, workers, merged_bytes, job_culprit, merge_culprit)
+    return Need(per_job, workers, merged_bytes, job_culprit, merge_culprit, held,
+                max(batch, per_job))
 
 
 def available_cpus() -> int:
@@ -74,10 +92,34 @@ def available_cpus() -> int:
 
 
 def available_memory() -> int | None:
-    """Bytes this process may still allocate: MemAvailable, capped by its cgroups' limits."""
-    limits = [_meminfo_available(), cgroup_free()]
-    found = [x for x in limits if x is not None]
-    return min(found) if found else None
+    """Bytes this process may still allocate: MemAvailable, capped by its cgroups' limits
+    and by its address-space limit."""
+    return memory_limit()[0]
+
+
+def memory_limit() -> tuple[int | None, str]:
+    """(bytes this process may still allocate, which limit says so, in words)."""
+    limits = [(_meminfo_available(), ""), (cgroup_free(), " (its cgroup's limit)")]
+    room = address_space_left()
+    if room is not None:
+        soft, used = room
+        limits.append((soft - used, f" (the address-space limit, ulimit -v: {soft / GiB:.3g} "
+                                    f"GiB, {used / GiB:.2g} GiB of it in use)"))
+    found = [x for x in limits if x[0] is not None]
+    return min(found, key=lambda x: x[0]) if found else (None, "")
+
+
+def address_space_left(status: Path = Path("/proc/self/status")) -> tuple[int, int] | None:
+    """(RLIMIT_AS soft limit, bytes mapped now: VmSize) when the limit is set, else None."""
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        sizes = [line.split()[1] for line in status.read_text().splitlines()
+                 if line.startswith("VmSize:")]
+        return soft, int(sizes[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return soft, 0
 
 
 def _meminfo_available() -> int | None:
@@ -175,16 +217,24 @@ def _read_int(path: Path) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
-def check(need: Need, available: int | None) -> None:
-    """ConfigError naming the likely culprit if one job or the merge cannot fit at all."""
-    if available is None or max(need.per_job, need.merged) <= available:
+def check(need: Need, available: int | None, limit: str = "") -> None:
+    """ConfigError naming the likely culprit if one job (with the run's jobs and one batch)
+    or the merge cannot fit at all; `limit` says which limit `available` is."""
+    peak = max(need.running, need.merged)
+    if available is None or peak <= available:
         return
-    culprit = need.job_culprit if need.per_job > available else need.merge_culprit
+    culprit = need.job_culprit if need.running > available else need.merge_culprit
+    jobs = f"{size(need.held)} for the jobs themselves, " if need.held else ""
     raise ConfigError(
-        f"{culprit}: this sweep needs about {max(need.per_job, need.merged) / GiB:.3g} GiB "
-        f"of memory (one job {need.per_job / GiB:.3g} GiB, merging "
-        f"{need.merged / GiB:.3g} GiB), more than the {available / GiB:.3g} GiB available; "
-        f"{REMEDIES[culprit]}")
+        f"{culprit}: this sweep needs about {size(peak)} of memory ({jobs}one job "
+        f"{size(need.per_job)}, merging {size(need.merged)}), more than the "
+        f"{size(available)} available{limit}; {REMEDIES[culprit]}")
+
+
+def size(count: int) -> str:
+    """Bytes in GiB, or in MiB under 64 MiB (one job of a small sweep: 0.0027 MiB)."""
+    return f"{count / GiB:.3g} GiB" if count >= 2**26 or count == 0 else \
+        f"{count / 2**20:.3g} MiB"
 
 
 REMEDIES = {"model.n": "use fewer tokens", "model.d": "use a smaller dimension",
@@ -198,4 +248,5 @@ def workers_that_fit(need: Need, available: int | None) -> int:
     """How many of the requested workers can hold a job in memory at once (at least 1)."""
     if available is None or need.per_job == 0:
         return need.workers
-    return max(1, min(need.workers, available // need.per_job))
+    room = available - need.held
+    return max(1, min(need.workers, room // max(need.per_job, need.batch)))

@@ -24,7 +24,7 @@ from sweep.config.grid import Job
 from sweep.errors import Interrupted, StoreError
 from sweep.execution.kernel import KernelPlan, job_flop, job_memory, kernel_plan
 from sweep.execution.outcomes import Done, JobOutcome
-from sweep.execution.resources import available_cpus
+from sweep.execution.resources import BATCH_BYTES, available_cpus
 from sweep.execution.simulate import Stopped, simulate_batch, warm_up
 from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
 from sweep.storage.locks import JobLocks
@@ -75,7 +75,6 @@ WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
 WAIT_NOTICE = 60.0  # seconds between the lines saying what a waiting run waits for
 MAX_BATCH = 256  # jobs in one compiled call and one part file
 BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
-BATCH_BYTES = 64 * 2**20  # what the jobs of one batch hold at most (kernel.job_memory)
 BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
 LANES_BATCHES_PER_THREAD = 4  # ... and for lanes, of LANES_MIN jobs at least, if there are
 

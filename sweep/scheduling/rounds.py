@@ -63,7 +63,7 @@ def driver_script(plan: Plan, shards: int, options: list[str], submit_args: list
                          *submit_args, "--refine", shlex.join(options))
     name = f"{job_name(plan.name)}-refine"
     return script(plan, [s.job_name], f"{plan.logs}/{s.merge_log.replace('merge', 'driver')}",
-                  name, [], command, run="exec {cmd}")
+                  name, [], command, run="exec {cmd}", kind=1)
 
 
 def submit_round(plan: Plan, round_: int, texts: dict, config_hash: str) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from sweep.config.schema import clip
 from sweep.kernels import cache
+from sweep.scheduling.requests import Request, directives
 from sweep.scheduling.shards import SchedulerError
 from sweep.scheduling.survey import array_spec
 from sweep.storage.store import beside
@@ -128,6 +129,7 @@ class Plan:
     scheduler: Scheduler = SLURM
     command: str = "run"          # or "train": the tasks of a training config (sweep train)
     env_lines: tuple[str, ...] = ()  # shell lines before sweep runs (module load, source)
+    requests: tuple[Request, ...] = ()  # CPUs and memory: (the array's tasks, the merge job)
 
     @property
     def jobs_dir(self) -> Path:
@@ -165,7 +167,8 @@ def script_paths(output: str | Path, scheduler: Scheduler) -> tuple[Path, Path]:
 def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: int,
               parallel: int | None = None, workers: int | None = None,
               scheduler_args: list[str] | None = None, scheduler: str = "slurm",
-              command: str = "run", env_lines: list[str] | None = None) -> Plan:
+              command: str = "run", env_lines: list[str] | None = None,
+              requests: tuple[Request, Request] | tuple = ()) -> Plan:
     if scheduler not in SCHEDULERS:
         raise SchedulerError(f"--scheduler {scheduler}: one of {' | '.join(SCHEDULERS)}")
     for arg in scheduler_args or []:
@@ -179,7 +182,7 @@ def make_plan(name: str, config: Path, sets: list[str], output: Path, shards: in
     cwd = Path.cwd()
     return Plan(name, (cwd / config).resolve(), tuple(sets), (cwd / output).resolve(), shards,
                 parallel, workers, tuple(scheduler_args or ()), cwd, cache.directory().resolve(),
-                SCHEDULERS[scheduler], command, tuple(env_lines or ()))
+                SCHEDULERS[scheduler], command, tuple(env_lines or ()), tuple(requests))
 
 
 def _fill(template: str, plan: Plan, quote=shlex.quote, **more: object) -> str:
@@ -235,7 +238,7 @@ def array_script(plan: Plan, command: list[str] | None = None) -> str:
                       if plan.command == "train"
                       else plan.sweep("run", "--out", str(plan.output), *workers))
     log = s.array_log if plan.is_array else s.merge_log.replace("merge", "array")
-    return script(plan, array, f"{plan.logs}/{log}", name, shard, run)
+    return script(plan, array, f"{plan.logs}/{log}", name, shard, run, kind=0)
 
 
 def merge_script(plan: Plan) -> str:
@@ -244,16 +247,19 @@ def merge_script(plan: Plan) -> str:
     merge = (plan.sweep("train", "-o", str(plan.output.parent)) if plan.command == "train"
              else plan.sweep("merge", "--set", f"output.path={json.dumps(str(plan.output))}"))
     return script(plan, [s.job_name], f"{plan.logs}/{s.merge_log}",
-                  f"{job_name(plan.name)}-merge", [], merge, run="exec {cmd}")
+                  f"{job_name(plan.name)}-merge", [], merge, run="exec {cmd}", kind=1)
 
 
 def script(plan: Plan, first: list[str], log: str, name: str, body: list[str],
-           command: list[str], run: str | None = None) -> str:
-    """A job script: the directives `first` and the scheduler's, the environment, `body`,
+           command: list[str], run: str | None = None, kind: int = 0) -> str:
+    """A job script: the directives `first` and the scheduler's, the CPUs and memory of
+    plan.requests[kind] (0 an array task, 1 a merge or driver job), the environment, `body`,
     then `command` run as `run` says (default: the scheduler's way)."""
     s = plan.scheduler
-    directives = [_fill(d, plan, directive, name=name, log=log) for d in [*first, *s.head]]
-    lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in directives + [*plan.scheduler_args]),
+    made = [_fill(d, plan, directive, name=name, log=log) for d in [*first, *s.head]]
+    if plan.requests:  # CPUs and memory, unless a --scheduler-arg asks for them
+        made += directives(s.name, plan.requests[kind], plan.scheduler_args)
+    lines = ["#!/bin/bash", *(f"{s.prefix} {d}" for d in made + [*plan.scheduler_args]),
              "set -eu", *plan.env_lines, "",
              *(_fill(line, plan) for line in body if line.startswith("export")),
              f"export NUMBA_CACHE_DIR={shlex.quote(str(plan.numba_cache))}",

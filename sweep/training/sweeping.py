@@ -27,6 +27,7 @@ from sweep.execution.layers.transformer import unit
 from sweep.execution.simulate import initial_state, layer_blocks, simulate_layers
 from sweep.kernels.codes import LAYER_SERIES, SERIES
 from sweep.storage.coords import coordinates
+from sweep.storage.merging import max_clusters, t_cluster
 from sweep.storage.netcdf import provenance
 from sweep.storage.parts import write_part
 from sweep.training import backprop, optimise, settings, tasks
@@ -92,10 +93,11 @@ def train_point(job, training) -> dict:
 
 
 def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None = None,
-        shard: tuple[int, int] | None = None) -> xr.Dataset | None:
-    """Every point trained and observed: the dataset (docs/training.md). With `parts`, points
-    found there are read, not trained, and new ones are kept there; with `shard` (I, K),
-    only points I, I + K, ... are trained and nothing is assembled (None)."""
+        shard: tuple[int, int] | None = None) -> tuple[xr.Dataset | None, int, int]:
+    """Every point trained and observed: (the dataset (docs/training.md), points of this
+    call, of which read from parts). With `parts`, points found there are read, not trained,
+    and new ones are kept there; with `shard` (I, K), only points I, I + K, ... are trained
+    and nothing is assembled (None)."""
     jobs = settings.jobs(tc)
     for axis in jobs.axes:
         if axis.name in NOT_SWEPT:
@@ -104,8 +106,10 @@ def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None
     grid = [(job, training) for _, training in tc.points() for job in jobs]
     mine = range(len(grid)) if shard is None else range(shard[0], len(grid), shard[1])
     with threadpool_limits(1, user_api="blas"):
-        points = [_kept(parts, *grid[i]) for i in mine]
-    return None if shard is not None else dataset(tc, jobs, points, command)
+        kept = [_kept(parts, *grid[i]) for i in mine]
+    points, reused = [p for p, _ in kept], sum(r for _, r in kept)
+    ds = None if shard is not None else dataset(tc, jobs, points, command)
+    return ds, len(points), reused
 
 
 def point_id(job, training) -> str:
@@ -114,18 +118,18 @@ def point_id(job, training) -> str:
     return stable_hash([job.id, training.to_dict()])
 
 
-def _kept(parts: Path | None, job, training) -> dict:
-    """The point's arrays from its part file if that holds them whole, else trained and kept
-    (written as every part is: whole or not at all)."""
+def _kept(parts: Path | None, job, training) -> tuple[dict, bool]:
+    """(the point's arrays, whether read): from its part file if that holds them whole, else
+    trained and kept (written as every part is: whole or not at all)."""
     if parts is None:
-        return train_point(job, training)
+        return train_point(job, training), False
     path = parts / f"{point_id(job, training)}.npz"
     found = _read(path, _members(job, training))
     if found is not None:
-        return found
+        return found, True
     point = train_point(job, training)
     write_part(parts, [path.stem], point, {})
-    return point
+    return point, False
 
 
 def _members(job, training) -> dict:
@@ -164,6 +168,7 @@ def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
     steps = optimise.checkpoint_steps(tc.training.steps, tc.training.checkpoints)
     data = {name: (dims + ["checkpoint", "layer"], obs[..., k], _attrs(meta))
             for k, (name, meta) in enumerate(COLUMNS.items())}
+    data.update(_summaries(dims, obs, base.layers))
     data["loss"] = (dims + ["step"], stacked("loss"), _attrs(EXTRA["loss"]))
     data["eval_loss"] = (dims + ["checkpoint"], stacked("eval_loss"), _attrs(EXTRA["eval_loss"]))
     data["ffn_weight"] = (dims + ["checkpoint", "block", "row", "column"], stacked("ffn_weight"),
@@ -178,6 +183,21 @@ def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     order = [n for n in tc.order if n in dims] + [n for n in dims if n not in tc.order]
     return ds.transpose(*order, ...)
+
+
+def _summaries(dims: list[str], obs: np.ndarray, layers: int) -> dict:
+    """t_cluster and max_clusters over (axes..., checkpoint), as every layer-model dataset
+    holds them (docs/layers.md): the first layer with clustered_fraction >= 1/2 (NaN if
+    none), the largest n_clusters over layers >= 1."""
+    names = list(COLUMNS)
+    layer = np.arange(layers + 1, dtype=float)
+    cf, nc = (obs[..., names.index(v)] for v in ("clustered_fraction", "n_clusters"))
+    return {"t_cluster": (dims + ["checkpoint"], t_cluster(layer, cf), _attrs(SUMMARIES[0])),
+            "max_clusters": (dims + ["checkpoint"], max_clusters(nc), _attrs(SUMMARIES[1]))}
+
+
+SUMMARIES = (("first layer with clustered_fraction >= 1/2 (NaN if none)", "1"),
+             ("maximum of n_clusters over layers >= 1", "1"))
 
 
 def _attrs(meta: tuple[str, str]) -> dict:
