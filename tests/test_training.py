@@ -397,7 +397,9 @@ def test_a_config_without_a_training_section_is_refused(tmp_path):
     assert result.exit_code == 2 and "training: required" in result.output
 
 
-CONFIGS = sorted((Path(__file__).resolve().parent.parent / "configs").glob("train-*.yaml"))
+# train-minilm.yaml reads a text's layer 0 that needs the model: tests/test_train_minilm.py
+CONFIGS = sorted(p for p in (Path(__file__).resolve().parent.parent / "configs")
+                 .glob("train-*.yaml") if p.name != "train-minilm.yaml")
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
