@@ -9,7 +9,7 @@ import copy
 
 import numpy as np
 import pytest
-from test_training import assert_is_the_run, write
+from test_training import assert_central_differences, assert_is_the_run, write
 
 from helpers import invoke, load
 from sweep.training import backprop, inputs, settings, sweeping, tasks
@@ -68,13 +68,7 @@ def test_gradients_on_file_tokens_match_central_differences(tmp_path, task):
     def f(w):
         return backprop.objective(w, x0, xi, loss, atts, m.alpha, m.noise, 0.01)
 
-    grad, h, numeric = f(ws)[1], 1e-5, np.empty_like(ws)
-    for idx in np.ndindex(ws.shape):
-        e = np.zeros_like(ws)
-        e[idx] = h
-        numeric[idx] = (f(ws + e)[0] - f(ws - e)[0]) / (2 * h)
-    assert np.abs(grad).min() > 1e-5
-    assert np.max(np.abs(numeric - grad) / np.abs(grad)) < 1e-6
+    assert_central_differences(f, ws)
 
 
 def test_zero_learning_rate_on_file_tokens_is_the_untrained_run_bit_for_bit(tmp_path):
