@@ -251,7 +251,8 @@ docs/integrators.json: benchmarks/integrators.py $(wildcard sweep/kernels/*.py s
 # Needs the optional model (`make models`); not part of `make figures`, so the base install
 # never needs it.
 .PHONY: figures-trained
-figures-trained: figures/trained-vs-random.png $(FIG)/layers.png
+figures-trained: figures/trained-vs-random.png $(FIG)/layers.png $(FIG)/train-minilm.json \
+                 $(FIG)/cosine-histograms.png
 
 results/minilm/index.json: | $(VENV)/.models
 	$(SWEEP) extract --controls -o results/minilm
@@ -260,6 +261,29 @@ $(RES)/probe-readme-intro.nc $(RES)/embeddings-readme-intro.npy &: \
 		configs/texts/readme-intro.txt | $(VENV)/.models
 	$(SWEEP) probe --text $< -o $(RES)/probe-readme-intro.nc \
 		--save-embeddings $(RES)/embeddings-readme-intro.npy
+
+# The training phase on MiniLM's own tokens (docs/training.md): two sentences' layer 0 and
+# each token's sentence, the training sweep, and its sidecar FIG/train-minilm.json, from
+# which `make figures` renders the table of docs/training.md. The config reads ../results.
+results/probe-two-sentences.nc results/embeddings-two-sentences.npy \
+results/labels-two-sentences.npy &: configs/texts/two-sentences.txt | $(VENV)/.models
+	$(SWEEP) probe --text $< -o results/probe-two-sentences.nc \
+		--save-embeddings results/embeddings-two-sentences.npy \
+		--save-labels results/labels-two-sentences.npy > /dev/null
+
+results/train-minilm.nc: configs/train-minilm.yaml results/embeddings-two-sentences.npy \
+		results/labels-two-sentences.npy $(wildcard sweep/training/*.py) sweep/api/training.py
+	$(SWEEP) train $< -o results > /dev/null
+
+$(FIG)/train-minilm.json: results/train-minilm.nc figures/train_minilm.py
+	$(PY) figures/train_minilm.py $< $@
+	$(PY) figures/sidecars.py prose docs/training.md
+
+# Per-layer histograms of the pairwise cosines of a text's tokens (docs/trained.md), from the
+# probe of configs/texts/readme-intro.txt; the figure and its sidecar from one rule.
+$(FIG)/cosine-histograms.png: $(RES)/probe-readme-intro.nc figures/cosine_histograms.py
+	$(PY) figures/cosine_histograms.py $< $@
+	$(PY) figures/sidecars.py prose docs/trained.md
 
 # MiniLM as a layer model (docs/layers.md): the weights folder, the components sweep, the
 # identity-weight baseline, then the figure and its numbers (the sidecar FIG/layers.json)

@@ -26,7 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BLOCK = re.compile(r"(<!-- sidecar: ([\w-]+) -->\n)(.*?)(<!-- /sidecar -->)", re.S)
 # these need the trained model (`make figures-trained`): ~10 and ~3 minutes
-UNCHECKED = ("trained-vs-random.json", "layers.json")
+UNCHECKED = ("trained-vs-random.json", "layers.json", "train-minilm.json",
+             "cosine-histograms.json")
 
 
 def load(name: str) -> dict:
@@ -513,6 +514,39 @@ def train_init_table() -> str:
     return "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
 
 
+def train_minilm_table() -> str:
+    """docs/training.md: MiniLM's tokens of two sentences, per (lambda, D) untrained and
+    trained, the cosines between and within the sentences, the clusters and the mean cosine
+    at the output, and the task loss; from figures/train-minilm.json."""
+    side = load("train-minilm.json")
+    out = side["layers"]
+    mid = out // 2
+    head = ["model", "lambda", "D", "between L0", f"between L{mid}", f"between L{out}",
+            f"within L{out}", f"mean cosine L{out}", f"clusters L{out}", "task loss"]
+    rows = [head, ["---"] * len(head)]
+    for noise in sorted({r["noise"] for r in side["runs"]}):
+        runs = [r for r in side["runs"] if r["noise"] == noise]
+        for name, r, k in [("untrained", runs[0], 0)] + [("trained", r, 1) for r in runs]:
+            v = r["after" if k else "before"]
+            rows.append([name, f"{r['lambda']:g}" if k else "-", f"{noise:g}",
+                         *(f"{v['between_cosine'][i]:.2f}" for i in (0, mid, -1)),
+                         f"{v['within_cosine'][-1]:.2f}", f"{v['mean_cosine'][-1]:.2f}",
+                         f"{v['n_clusters'][-1]:.0f}", f"{r['eval_loss'][k]:.3f}"])
+    return "\n".join("| " + " | ".join(row) + " |" for row in rows) + "\n"
+
+
+def cosine_histogram_table() -> str:
+    """docs/trained.md: per layer, the mean and median pairwise cosine and the share of
+    pairs above 0.5, read off the histograms of figures/cosine-histograms.json."""
+    layers = load("cosine-histograms.json")["layers"]
+    lines = ["| layer | " + " | ".join(str(x["layer"]) for x in layers) + " |",
+             "|---" * (len(layers) + 1) + "|"]
+    for key, name in (("mean", "mean cosine (binned)"), ("median_bin", "median bin"),
+                      ("share_above_0.5", "share of pairs > 0.5")):
+        lines.append(f"| {name} | " + " | ".join(f"{x[key]:.3f}" for x in layers) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -528,7 +562,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "train-phase-table": train_phase_table, "train-phase-prose": train_phase_prose,
              "train-regularizer-table": train_regularizer_table,
              "train-init-table": train_init_table, "refine-table": refine_table,
-             "d-question-table": d_question_table}
+             "d-question-table": d_question_table, "train-minilm-table": train_minilm_table,
+             "cosine-histogram-table": cosine_histogram_table}
 
 
 def render(text: str) -> str:

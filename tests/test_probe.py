@@ -68,7 +68,7 @@ def test_probe_observables_equal_a_numpy_recomputation(tiny):
     beta, eps, threshold = 2.0, 0.05, 0.3
     ds = probe.probe(model, TEXT, beta=beta, cluster_eps=eps, threshold=threshold)
     hidden, attn = reference.bert_forward(raw, model.tokenizer.encode(TEXT), heads=2, eps=1e-12)
-    assert ds.sizes == {"layer": 3} and list(ds.layer.values) == [0, 1, 2]
+    assert ds.sizes == {"layer": 3, "bin": 40, "nv": 2} and list(ds.layer.values) == [0, 1, 2]
     for layer, h in enumerate(hidden):
         x = reference.normalize(h)
         want = reference.observables(x, "softmax", beta, eps)
@@ -116,7 +116,7 @@ def test_cli_probe_writes_a_layer_dataset_that_show_reads(tiny, tmp_path):
     assert result.exit_code == 0, result.output
     assert "16 tokens" in result.output
     with xr.open_dataset(out) as ds:
-        assert ds.sizes == {"layer": 3}
+        assert ds.sizes == {"layer": 3, "bin": 40, "nv": 2}
         for name in SERIES:
             assert ds[name].attrs["long_name"] == SERIES[name][0]
             assert ds[name].attrs["units"] == SERIES[name][1]
@@ -229,3 +229,42 @@ def test_cli_probe_project(tiny, tmp_path):
     assert result.exit_code == 2
     assert "--project 9" in result.output and "d = 8" in result.output
     assert "Traceback" not in result.output
+
+
+def test_cosine_histograms_are_numpy_histograms_of_the_pairwise_cosines(tiny):
+    """Per layer, the density of the cosines <x_i, x_j>, i < j, of the unit hidden states, as
+    np.histogram bins them; edges as CF bounds of the bin centres."""
+    model, raw, _ = tiny
+    ds = probe.probe(model, TEXT, bins=8)
+    hidden, _ = reference.bert_forward(raw, model.tokenizer.encode(TEXT), heads=2, eps=1e-12)
+    edges = np.linspace(-1, 1, 9)
+    assert ds.cosine_histogram.dims == ("layer", "bin")
+    assert ds.bin.attrs["bounds"] == "bin_bounds" and ds.bin_bounds.dims == ("bin", "nv")
+    np.testing.assert_array_equal(ds.bin_bounds[:, 0], edges[:-1])
+    np.testing.assert_array_equal(ds.bin_bounds[:, 1], edges[1:])
+    np.testing.assert_allclose(ds.bin, (edges[:-1] + edges[1:]) / 2, atol=1e-15)
+    n = len(model.tokenizer.encode(TEXT))
+    for layer, h in enumerate(hidden):
+        x = reference.normalize(h)
+        cosines = [x[i] @ x[j] for i in range(n) for j in range(i + 1, n)]
+        want = np.histogram(np.clip(cosines, -1, 1), bins=edges, density=True)[0]
+        np.testing.assert_allclose(ds.cosine_histogram[layer], want, rtol=1e-12)
+        assert float((ds.cosine_histogram[layer] * 0.25).sum()) == pytest.approx(1.0)
+
+
+def test_cli_probe_bins_and_sentence_labels(tiny, tmp_path):
+    """--bins sets the histogram's bins; --save-labels writes each token's line, [CLS] with
+    the first and [SEP] with the last."""
+    text = tmp_path / "two.txt"
+    text.write_text("the token\n\nb bb world.\n", encoding="utf-8")
+    labels = tmp_path / "labels.npy"
+    result = invoke("probe", "--text", text, "--model", tiny[2], "-o", tmp_path / "p.nc",
+                    "--bins", 5, "--save-labels", labels)
+    assert result.exit_code == 0, result.output
+    with xr.open_dataset(tmp_path / "p.nc") as ds:
+        assert ds.sizes["bin"] == 5 and ds.attrs["n_tokens"] == 9
+    # [CLS] the token | b b ##b world . [SEP]
+    np.testing.assert_array_equal(np.load(labels), [0, 0, 0, 1, 1, 1, 1, 1, 1])
+    bad = invoke("probe", "--text", text, "--model", tiny[2], "-o", tmp_path / "q.nc",
+                 "--bins", 0)
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

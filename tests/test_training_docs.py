@@ -120,3 +120,33 @@ def test_a_symmetry_breaking_init_does_not_reach_the_stated_loss_sooner():
     skew = runs["antisymmetric"]["steps_to_target"]
     assert min(mean(skew) - mean(runs[k]["steps_to_target"]) for k in ("gaussian",
                                                                         "orthogonal")) > -2
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return json.loads((ROOT / "figures" / "train-minilm.json").read_text())
+
+
+def test_training_holds_the_two_sentences_apart(minilm):
+    """docs/training.md, "Real tokens": per run, the trained output's between-sentence cosine
+    below the untrained one's, one cluster per sentence at the output but in the most
+    penalised noisy run, the tokens of a sentence condensed."""
+    worst = max(minilm["runs"], key=lambda r: (r["noise"], r["lambda"]))
+    for run in minilm["runs"]:
+        before, after = run["before"], run["after"]
+        assert after["between_cosine"][-1] < before["between_cosine"][-1] - 0.3, run
+        assert after["within_cosine"][-1] > 0.9 > before["within_cosine"][-1], run
+        assert after["within_cosine"][0] < 0.1  # nearly orthogonal at the input
+        assert (after["n_clusters"][-1] == 2) == (run is not worst), run
+
+
+def test_without_penalty_the_sentences_pass_orthogonal_mid_depth(minilm):
+    mid = minilm["layers"] // 2
+    for noise in {r["noise"] for r in minilm["runs"]}:
+        runs = sorted((r for r in minilm["runs"] if r["noise"] == noise),
+                      key=lambda r: r["lambda"])
+        between = [r["after"]["between_cosine"][mid] for r in runs]
+        assert between[0] < 0 and between == sorted(between), runs
+        losses = [r["eval_loss"][-1] for r in runs]
+        assert losses == sorted(losses), runs
+        assert runs[0]["after"]["between_cosine"][-1] > between[0]  # drawn partly back

@@ -16,6 +16,18 @@ ModelOpt = Annotated[str, typer.Option(
     "--model", metavar="minilm|DIR", help="minilm (all-MiniLM-L6-v2; `make models` installs "
     "it) or a directory with config.json, model.safetensors and tokenizer.json.")]
 
+BinsOpt = Annotated[int, typer.Option(
+    min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
+    "cosines (cosine_histogram, a density).")]
+EmbeddingsOpt = Annotated[Path | None, typer.Option(
+    "--save-embeddings", metavar="FILE.npy", help="Also save the model's layer 0 for the text "
+    "((n, d) float64, unnormalised): the start (init.kind: file) of a layer model that is this "
+    "model.")]
+LabelsOpt = Annotated[Path | None, typer.Option(
+    "--save-labels", metavar="FILE.npy", help="Also save each token's line of the text ((n,) "
+    "int64; [CLS] with the first, [SEP] with the last): one sentence a line, the "
+    "training.labels of sweep train.")]
+
 
 @app.command("probe")
 def probe_cmd(text: Annotated[Path, typer.Option(
@@ -41,14 +53,12 @@ def probe_cmd(text: Annotated[Path, typer.Option(
               threshold: Annotated[float, typer.Option(
                   min=-1.0, max=1.0, metavar="COSINE",
                   help="Cosine threshold of the coarse_* clusters.")] = 0.9,
-              save_embeddings: Annotated[Path | None, typer.Option(
-                  "--save-embeddings", metavar="FILE.npy", help="Also save the model's layer "
-                  "0 for the text ((n, d) float64, unnormalised): the start (init.kind: file) "
-                  "of a layer model that is this model.")] = None):
+              bins: BinsOpt = 40,
+              save_embeddings: EmbeddingsOpt = None, save_labels: LabelsOpt = None):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
     with user_errors():
         ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project,
-                       save_embeddings=save_embeddings)
+                       save_embeddings=save_embeddings, save_labels=save_labels, bins=bins)
     table = Table(title=f"{ds.attrs['model']}: {ds.attrs['n_tokens']} tokens")
     names = ("mean_cosine", "clustered_fraction", "coarse_n_clusters", "pc1_share")
     for col in ("layer",) + names:
@@ -61,6 +71,9 @@ def probe_cmd(text: Annotated[Path, typer.Option(
     if save_embeddings is not None:
         out.print(f"layer 0 ({ds.attrs['n_tokens']}, {ds.attrs['d']}): {save_embeddings}",
                   markup=False, soft_wrap=True)
+    if save_labels is not None:
+        out.print(f"labels ({ds.attrs['n_tokens']},): {save_labels}", markup=False,
+                  soft_wrap=True)
 
 
 @app.command("extract")

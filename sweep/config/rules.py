@@ -56,3 +56,18 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
                           f"tokens{at}")
     if init.kind == "file" and not init.path:
         raise ConfigError(f"init.path: required with kind: file{at}")
+    if model.redraw_every is not None:
+        check_redraw(model, integ, at)
+
+
+def check_redraw(model: Model, integ: Integrate, at: str) -> None:
+    """model.redraw_every: a flow with a random qk or v, redrawn at whole saves."""
+    random = {"gaussian", "orthogonal"}
+    if model.layers is not None or not ({model.qk, model.v} & random):
+        raise ConfigError(f"model.redraw_every: needs a flow (no model.layers) with qk or v "
+                          f"gaussian or orthogonal (got qk {model.qk}, v {model.v}){at}")
+    per = model.redraw_every / integ.save_every
+    if abs(per - round(per)) > 1e-9 * per or round(per) < 1:
+        raise ConfigError(f"model.redraw_every: must be a whole multiple of "
+                          f"integrate.save_every ({model.redraw_every} / {integ.save_every} "
+                          f"= {per:g}){at}")

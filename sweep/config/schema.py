@@ -127,6 +127,8 @@ class Model:
     ffn_width: int | None = _field(None, int, low=1, nullable=True)
     weights: str | None = _field(None, str, nullable=True)
     components: str = _field("full", str, check=_components)
+    # random qk / v drawn afresh every redraw_every time units (sweep.execution.redraw)
+    redraw_every: float | None = _field(None, float, low=0.0, low_open=True, nullable=True)
 
     @property
     def kind(self) -> ModelKind:
@@ -205,7 +207,8 @@ SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
 # keys added after results were first written (beta_scale, the layer models'): a job's id
 # leaves each out while it holds its default, so results on disk keep their ids
 LATER_KEYS = {Model: ("beta_scale", "layers", "alpha", "skip", "norm", "norm_fn",
-                      "head_combine", "layer_beta", "ffn_width", "weights", "components")}
+                      "head_combine", "layer_beta", "ffn_width", "weights", "components",
+                      "redraw_every")}
 
 
 def id_fields(section) -> dict[str, Any]:

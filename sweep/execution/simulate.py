@@ -19,7 +19,7 @@ import numpy as np
 from sweep.config import inputs
 from sweep.config.grid import Job
 from sweep.config.schema import stable_hash
-from sweep.execution import matrices, states
+from sweep.execution import matrices, redraw, states
 from sweep.execution.kernel import (
     BLOCKED,
     GENERAL,
@@ -107,17 +107,21 @@ def noise_key(job: Job) -> int:
     return int(stable_hash({"noise": job.seed, "n": job.model.n, "d": job.model.d}), 16) >> 1
 
 
-def job_dynamics(job: Job) -> Dynamics:
+def job_dynamics(job: Job, segment: int = 0) -> Dynamics:
     """The compiled model's parameters: matrices drawn or read, the noise stream keyed,
-    betas times the beta_scale factor."""
+    betas times the beta_scale factor. segment k > 0: the random qk / v and the noise of
+    segment k of model.redraw_every (sweep.execution.redraw)."""
     m = job.model
-    qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v),
-                               job.source, job.digests)
+    again = {"segment": segment} if segment else {}
+    qk, v = matrices.attention(m, _rng(job.seed, d=m.d, heads=m.heads, qk=m.qk, v=m.v,
+                                       **again), job.source, job.digests)
     ffn = matrices.ffn(m, _rng(job.seed, d=m.d, ffn=m.ffn), job.source, job.digests)
     f = m.beta_factor
     head_beta = None if m.head_beta is None else [b * f for b in m.head_beta]
+    key = noise_key(job) if not segment else int(stable_hash(
+        {"noise": job.seed, "n": m.n, "d": m.d, **again}), 16) >> 1
     return dynamics(m.attention, m.beta * f, heads=m.heads, head_beta=head_beta, qk=qk, v=v,
-                    mask=m.mask, noise=m.noise, noise_key=noise_key(job), ffn=ffn)
+                    mask=m.mask, noise=m.noise, noise_key=key, ffn=ffn)
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
@@ -300,6 +304,10 @@ def _common(job: Job, obs, traj, flag) -> tuple:
 
 
 def _general(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+    if job.model.redraw_every is not None:
+        return redraw.integrate_segments(x, functools.partial(job_dynamics, job),
+                                         redraw.saves_per_segment(job.model, job.integrate),
+                                         *_common(job, obs, traj, flag))
     return integrate(x, job_dynamics(job), *_common(job, obs, traj, flag))
 
 

@@ -25,6 +25,7 @@ from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.general.observables import observe
 from sweep.kernels.general.workspace import workspace
+from sweep.pretrained import histograms
 from sweep.pretrained.bert import Bert, Trace, embed, forward
 from sweep.storage.netcdf import environment
 
@@ -138,10 +139,11 @@ def layer_series(trace: Trace, beta: float = 1.0, cluster_eps: float = 1e-3,
 
 def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
           threshold: float = 0.9, source: str = "", command: str | None = None,
-          project: int | None = None):
+          project: int | None = None, bins: int = histograms.BINS):
     """The dataset over `layer` (0 = embeddings, 1..L) for one text: every token the model
     sees, [CLS] and [SEP] included, nothing truncated. project: K, see layer_series (the
-    dataset then has the attribute project = K)."""
+    dataset then has the attribute project = K); bins: of the pairwise-cosine histograms
+    (`cosine_histogram` over (layer, bin), sweep.pretrained.histograms)."""
     import xarray as xr
 
     trace = forward(bert, bert.tokenizer.encode(text))
@@ -151,7 +153,8 @@ def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
             for name, values in series.items()}
     layer = np.arange(trace.hidden.shape[0])
     coords = {"layer": ("layer", layer, {"long_name": "layer (0 = embeddings)", "units": "1"})}
-    ds = xr.Dataset(data, coords=coords)
+    hist, bin_coords = histograms.variables(unit(trace.hidden), bins)
+    ds = xr.Dataset({**data, **hist}, coords={**coords, **bin_coords})
     if project is not None:
         ds.attrs["project"] = int(project)
     ds.attrs.update(environment(f"probe {bert.name}: {Path(source).name or 'a text'}", command))
@@ -170,10 +173,40 @@ def embeddings(bert: Bert, text: str) -> np.ndarray:
 
 def save_embeddings(bert: Bert, text: str, path: Path) -> Path:
     """np.save the embeddings of `text` at path; StoreError (exit 1) if it cannot be written."""
+    return save_array(embeddings(bert, text), path)
+
+
+def sentence_labels(bert: Bert, text: str) -> np.ndarray:
+    """[n] int64: for each token of `text` (as the model sees it), the line it came from,
+    counting only lines that hold a token: one sentence a line, the labels of `sweep train`'s
+    task `labels` on a text. The template's tokens ([CLS] ... [SEP]) take the first and the
+    last line's label. ConfigError if the lines' tokens are not the text's (a special token
+    split over lines)."""
+    tok = bert.tokenizer
+    before = tok.template.index("$A")
+    after = len(tok.template) - before - 1
+    bodies = [body for body in (_body(tok.tokens(line), before, after)
+                                for line in text.splitlines()) if body]
+    if len(bodies) < 1:
+        raise ConfigError("--save-labels: the text has no tokens")
+    whole = _body(tok.tokens(text), before, after)
+    if whole != [t for body in bodies for t in body]:
+        raise ConfigError("--save-labels: the text's tokens are not those of its lines "
+                          "taken one at a time")
+    y = [0] * before + [k for k, body in enumerate(bodies) for _ in body]
+    return np.array(y + [len(bodies) - 1] * after, dtype=np.int64)
+
+
+def _body(tokens: list[str], before: int, after: int) -> list[str]:
+    return tokens[before:len(tokens) - after]
+
+
+def save_array(array: np.ndarray, path: Path) -> Path:
+    """np.save array at path; StoreError (exit 1) if it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as f:
-            np.save(f, embeddings(bert, text))
+            np.save(f, array)
     except OSError as err:
         raise StoreError(f"{path}: cannot write ({err.strerror or type(err).__name__})") \
             from None

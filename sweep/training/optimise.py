@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.training import backprop, tasks
+from sweep.training import backprop, inputs, tasks
 
 ADAM = (0.9, 0.999, 1e-8)
 
@@ -57,14 +57,14 @@ def train(job, training, atts, w0: np.ndarray):
     """(ws [checkpoints, L, d, d], loss [steps]): loss[s] is the objective on step s's batch
     before its update; ws[c] the matrices after checkpoint_steps(...)[c] steps."""
     m = job.model
-    c = tasks.centres(job)
+    given = inputs.of(job, training)
     marks = checkpoint_steps(training.steps, training.checkpoints)
     w, state = w0.copy(), (np.zeros_like(w0), np.zeros_like(w0), [0])
     kept, loss = [w.copy()] if marks[0] == 0 else [], np.empty(training.steps)
     reg = tasks.regularizer(training.regularizer, training.mu, m.beta)
     for s in range(training.steps):
-        x0, xi = tasks.draws(job, training.seed, s, training.batch, c)
-        t = tasks.readout(training.task, x0, c, m.beta)
+        x0, xi = given.draws(job, training.seed, s, training.batch)
+        t = tasks.readout(training.task, x0, given.centres, m.beta, given.labels)
         loss[s], g = backprop.objective(w, x0, xi, t, atts, m.alpha, m.noise, training.lam,
                                         reg)
         w = adam(w, g, state, training.lr) if training.optimizer == "adam" \

@@ -27,6 +27,7 @@ from sweep.config.schema import (
 )
 from sweep.errors import ConfigError
 from sweep.execution import resources
+from sweep.training import inputs
 from sweep.training.tasks import REGULARIZERS, TASKS
 
 OPTIMIZERS = ("adam", "sgd")
@@ -50,9 +51,18 @@ class Training:
     mu: float = 0.0
     init: str = "model"
     init_scale: float = 1.0
+    labels: str | None = None   # .npy of the token labels of a file start (training.inputs)
 
     def to_dict(self) -> dict:
-        return {_KEY.get(f.name, f.name): getattr(self, f.name) for f in fields(self)}
+        """The section as YAML keys; `labels` only where set (a clusters start has none)."""
+        return {_KEY.get(f.name, f.name): getattr(self, f.name) for f in fields(self)
+                if f.name != "labels" or self.labels is not None}
+
+
+def _npy(value: str) -> str:
+    if not value.endswith(".npy"):
+        raise ValueError(f"{show(value)} is not a path/to/labels.npy")
+    return value
 
 
 _KEY = {"lam": "lambda"}            # attribute -> YAML key
@@ -70,6 +80,7 @@ RULES = {
     "mu": make_rule(float, low=0.0),
     "init": make_rule(str, choices=INITS),
     "init_scale": make_rule(float, low=0.0),
+    "labels": make_rule(str, check=_npy),
 }
 # sweepable (seed: the grid's replicates)
 AXES = ("task", "lambda", "optimizer", "lr", "batch", "regularizer", "mu", "init",
@@ -109,7 +120,8 @@ def from_raw(raw: dict, source: Path | None = None, overrides: tuple = ()) -> Tr
     section = raw.pop("training", None)
     if section is None:
         raise ConfigError("training: required by sweep train (task, lambda, optimizer, lr, "
-                          "steps, batch, checkpoints, seed, regularizer, mu, init, init_scale)")
+                          "steps, batch, checkpoints, seed, regularizer, mu, init, init_scale, "
+                          "labels)")
     training = _section(section)
     grid, train_axes = raw.get("grid"), ()
     if isinstance(grid, dict):  # anything else: sweep.config.schema says what is wrong
@@ -189,9 +201,25 @@ def jobs(tc: TrainConfig) -> Jobs:
             raise ConfigError(f"model.beta: training.task {training.task} (regularizer "
                               f"{training.regularizer}) needs beta > 0 (the kernel "
                               f"exp(beta <x_i, x_j>))")
+        check_labels(training, expanded)
     batch = max(t.batch for _, t in tc.points())
     check_memory(max((step_bytes(job.model, batch) for job in expanded), default=0))
     return expanded
+
+
+def check_labels(training: Training, expanded) -> None:
+    """training.labels: with a file start, read and checked per job (n may differ), needed by
+    the task labels; refused with a clusters start (its labels are i mod k)."""
+    for job in expanded:
+        if job.init.kind != "file":
+            if training.labels is not None:
+                raise ConfigError("training.labels: only with init.kind: file (a clusters "
+                                  "start labels token i by i mod k)")
+        elif training.labels is not None:
+            inputs.labels(training.labels, job)
+        elif training.task == "labels":
+            raise ConfigError("training.labels: the task labels on an init.kind: file start "
+                              "needs each token's label (path/to/labels.npy, n integers)")
 
 
 def step_bytes(m, batch: int) -> int:
@@ -222,7 +250,8 @@ def check_trainable(job, at: str = "") -> None:
             "model.ffn": (m.ffn == "linear", "the in-step FFN W_l x (ffn none, gaussian or "
                           "path.npy) or fixed features (ffn: mlp, its W_2 trained)"),
             "model.alpha": (m.alpha <= 0, "alpha > 0"),
-            "init.kind": (init.kind != "clusters", "init.kind: clusters (the task's mixture)"),
+            "init.kind": (init.kind not in ("clusters", "file"),
+                          "init.kind: clusters (the task's mixture) or file (fixed tokens)"),
             "init.jitter": (init.jitter > 0, "init.jitter: 0")}
     for key, (refused, what) in need.items():
         if refused:

@@ -30,7 +30,7 @@ from sweep.storage.coords import coordinates
 from sweep.storage.merging import max_clusters, t_cluster
 from sweep.storage.netcdf import provenance
 from sweep.storage.parts import write_part
-from sweep.training import backprop, optimise, settings, tasks
+from sweep.training import backprop, inputs, optimise, settings, tasks
 
 COLUMNS = {**SERIES, **LAYER_SERIES}
 EXTRA = {
@@ -40,6 +40,9 @@ EXTRA = {
                   "the output distribution's loss: spread, energy, entropy)", "1"),
     "ffn_weight": ("trained FFN matrix W_l of block l (v_i += W_l x_i, or the output matrix "
                    "W_2 of ffn: mlp)", "1"),
+    "between_cosine": ("mean cosine <x_i, x_j> over the token pairs of different labels "
+                       "(training.labels, or i mod k for a clusters start)", "1"),
+    "within_cosine": ("mean cosine <x_i, x_j> over the token pairs i != j of one label", "1"),
     "status": ("worst job status over the checkpoints (0 ok, 1 non-finite)", "1"),
 }
 NOT_SWEPT = ("layers", "d")  # they change the shape of the trained parameters
@@ -81,15 +84,18 @@ def train_point(job, training) -> dict:
     start_w = optimise.initial(training.init, training.init_scale, w0, training.seed, job.seed)
     ws, loss = optimise.train(job, training, fixed_parts(blocks), start_w)
     start = initial_state(job)
-    loss_of = tasks.readout(training.task, start[None], tasks.centres(job), job.model.beta)
-    obs, evals, status = [], [], 0
+    given = inputs.of(job, training)
+    loss_of = tasks.readout(training.task, start[None], given.centres, job.model.beta,
+                            given.labels)
+    obs, evals, pairs, status = [], [], [], 0
     for w in ws:
-        result = simulate_layers(job, "final", blocks=with_ffn(blocks, w, w0))
+        result = simulate_layers(job, "trajectory", blocks=with_ffn(blocks, w, w0))
         obs.append(result.observables)
-        evals.append(loss_of(unit(result.positions)[None])[0])
+        evals.append(loss_of(unit(result.positions[-1])[None])[0])
+        pairs.append(inputs.label_cosines(result.positions.astype(np.float64), given.labels))
         status = max(status, result.status)
     return {"obs": np.stack(obs), "loss": loss, "ffn_weight": ws,
-            "eval_loss": np.array(evals), "status": status}
+            "eval_loss": np.array(evals), "label_cosine": np.stack(pairs), "status": status}
 
 
 def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None = None,
@@ -114,8 +120,10 @@ def run(tc: settings.TrainConfig, command: str | None = None, parts: Path | None
 
 def point_id(job, training) -> str:
     """The part file's name: the job's id (model, init, integrate, inputs' digests) and every
-    training setting of the point."""
-    return stable_hash([job.id, training.to_dict()])
+    training setting of the point (with the labels file's content where it has one)."""
+    if training.labels is None:
+        return stable_hash([job.id, training.to_dict()])
+    return stable_hash([job.id, training.to_dict(), inputs.labels(training.labels, job)[1]])
 
 
 def _kept(parts: Path | None, job, training) -> tuple[dict, bool]:
@@ -139,6 +147,7 @@ def _members(job, training) -> dict:
     layers = job.model.layers
     return {"obs": ("f", [(c, layers + 1, len(COLUMNS))]), "loss": ("f", [(training.steps,)]),
             "ffn_weight": ("f", [(c, layers, None, None)]), "eval_loss": ("f", [(c,)]),
+            "label_cosine": ("f", [(c, layers + 1, 2)]),
             "status": ("iu", [()])}
 
 
@@ -173,6 +182,9 @@ def dataset(tc, jobs, points: list[dict], command: str | None) -> xr.Dataset:
     data["eval_loss"] = (dims + ["checkpoint"], stacked("eval_loss"), _attrs(EXTRA["eval_loss"]))
     data["ffn_weight"] = (dims + ["checkpoint", "block", "row", "column"], stacked("ffn_weight"),
                           _attrs(EXTRA["ffn_weight"]))
+    pairs = stacked("label_cosine")
+    for k, name in enumerate(("between_cosine", "within_cosine")):
+        data[name] = (dims + ["checkpoint", "layer"], pairs[..., k], _attrs(EXTRA[name]))
     data["status"] = (dims, stacked("status").astype(np.int8), _attrs(EXTRA["status"]))
     coords = coordinates(grid, ("layer", np.arange(base.layers + 1)))
     coords.update(checkpoint=("checkpoint", steps, _attrs(("training steps taken", "1"))),

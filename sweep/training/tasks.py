@@ -53,10 +53,13 @@ def draws(job, seed: int, step: int, batch: int, c: np.ndarray):
     return x0, rng.standard_normal((batch, m.layers, m.n, m.d))
 
 
-def targets(task: str, x0: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """[..., n, d] unit targets t_i for inputs x0 [..., n, d] (a per-token task)."""
+def targets(task: str, x0: np.ndarray, c: np.ndarray, labels: np.ndarray | None = None
+            ) -> np.ndarray:
+    """[..., n, d] unit targets t_i for inputs x0 [..., n, d] (a per-token task); labels
+    [n]: the y_i of `labels` (default i mod k)."""
     if task == "labels":
-        return np.broadcast_to(c[np.arange(x0.shape[-2]) % len(c)], x0.shape)
+        y = np.arange(x0.shape[-2]) % len(c) if labels is None else labels
+        return np.broadcast_to(c[y], x0.shape)
     mean = x0.sum(axis=-2, keepdims=True)
     return np.broadcast_to(mean / np.linalg.norm(mean, axis=-1, keepdims=True), x0.shape)
 
@@ -66,11 +69,12 @@ def task_loss(x: np.ndarray, t: np.ndarray) -> float:
     return float(np.mean(1.0 - np.sum(x * t, axis=-1)))
 
 
-def readout(task: str, x0: np.ndarray, c: np.ndarray, beta: float):
+def readout(task: str, x0: np.ndarray, c: np.ndarray, beta: float,
+            labels: np.ndarray | None = None):
     """The task's loss of the output x [B, n, d] for inputs x0: a function x -> (loss, its
-    gradient on x)."""
+    gradient on x); labels as in targets."""
     if task in PER_TOKEN:
-        return partial(alignment, t=targets(task, x0, c))
+        return partial(alignment, t=targets(task, x0, c, labels))
     return partial(LOSSES[task], beta=beta)
 
 
