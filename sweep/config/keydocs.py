@@ -38,6 +38,8 @@ DESCRIPTIONS = {
         "ffn_width": "layer models: hidden width m of ffn: mlp (default 4 d)",
         "weights": "layer models: a weights folder (sweep extract --full), or its index .json",
         "components": "layer models: the parts switched off",
+        "redraw_every": "random qk / v drawn afresh every this many time units (a whole "
+                        "multiple of save_every; docs/models.md); null: drawn once",
     },
     "init": {
         "kind": "how the start is drawn (docs/models.md)",

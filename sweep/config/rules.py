@@ -63,7 +63,7 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
 def check_redraw(model: Model, integ: Integrate, at: str) -> None:
     """model.redraw_every: a flow with a random qk or v, redrawn at whole saves."""
     random = {"gaussian", "orthogonal"}
-    if model.layers is not None or not ({model.qk, model.v} & random):
+    if model.kind.stacked or not ({model.qk, model.v} & random):
         raise ConfigError(f"model.redraw_every: needs a flow (no model.layers) with qk or v "
                           f"gaussian or orthogonal (got qk {model.qk}, v {model.v}){at}")
     per = model.redraw_every / integ.save_every
