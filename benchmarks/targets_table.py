@@ -64,7 +64,7 @@ def jax_rows(r: dict) -> list[tuple[str, str, str]]:
         return not_measured(jax, "JAX (jit, vmap, lax.scan, float64) on the same workload")
     one, two, agree = jax["one_core"], jax["two_cores"], jax["one_core"]["agreement"]
     return [
-        ("JAX (jit, vmap, lax.scan, float64) on the same workload, one core each "
+        ("JAX (jit, vmap in chunks of 128, lax.scan, float64) on the same workload, one core each "
          f"(`{jax['pinned']}`): wall (compile, steady call)", "", _jax_times(one["jax"])),
         ("`sweep run --workers 1` beside it, same core: wall", "", _cpu(one["sweep"])),
         ("ratio JAX / `sweep run`, one core each: end to end", ">= 3",
