@@ -8,10 +8,13 @@ SWEEP   := $(VENV)/bin/sweep
 
 .PHONY: install test test-physics demo bench bench-refine lint clean figures docs
 
+# The install ends by compiling the demo's kernels into the cache (`sweep compile`, once, saying
+# so): the first `sweep run` after it, `make demo`'s too, loads them instead of compiling.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
+	$(SWEEP) compile configs/demo.yaml
 	touch $@
 
 install: $(VENV)/.installed

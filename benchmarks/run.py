@@ -1,4 +1,4 @@
-"""`make bench`: the kernels against plain NumPy (and PyTorch when installed), in one run.
+"""`make bench`: the kernels against plain NumPy (and PyTorch and JAX when installed), in one run.
 
 For each shape: system-steps per second (median of repeats), GFLOP/s at the nominal 4 n^2 d
 flops per step, the ratio to NumPy's batched step and to a ceiling measured in the same run
@@ -11,6 +11,9 @@ but a single blocked system shares its row tiles over all threads):
   symmetric   blocked computing only W's blocks on and right of the diagonal (3 n^2 d flops)
   blocked-mt  blocked without tile threads, BLAS free to use every core instead
 Kernel calls include the observables at their first and last step, as a sweep records them.
+JAX (benchmarks/jax_peer.py: jit, vmap over the systems, lax.scan over the steps, float64)
+runs at JAX_SHAPES, its compilation outside the timed calls and reported apart; without jax
+one line says so.
 Then two sweeps through the CLI (256 jobs of 600 steps at (32, 3), and the same with ~50 ms
 jobs at (128, 3)), split into fixed cost, kernels and per-job overhead, and the start-up
 times. The table is written as JSON to benchmarks/results/. Timings on a shared machine
@@ -35,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
+from jax_peer import MISSING, euler_steps_or_none  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.execution.states import uniform  # noqa: E402
@@ -55,6 +59,7 @@ SHAPES = [  # n, d, systems, dtype, kernel rows to time
     (2048, 128, 1, "float64", ("general", "blocked", "symmetric", "blocked-mt")),
     (2048, 128, 1, "float32", ("blocked", "symmetric", "blocked-mt")),
 ]
+JAX_SHAPES = {(32, 3, 256), (2048, 128, 1)}  # where the JAX peer is timed too
 
 
 def cores() -> int:
@@ -165,12 +170,19 @@ def shape_rows(n, d, systems, dtype, kinds, ceil, threads, target_s, repeats) ->
     torch_fn = torch_steps_or_none()
     if torch_fn is not None:
         makers["torch"] = lambda s: lambda: torch_fn(xs, BETA, DT, s)
+    jax_fn = euler_steps_or_none() if (n, d, systems) in JAX_SHAPES else None
+    if jax_fn is not None:  # each step count compiles once, in the untimed call of `timed`
+        makers["jax"] = lambda s: lambda: jax_fn(xs, BETA, DT, s)
     makers.update({k: kernel_maker(k, xs, threads) for k in kinds})
     rates = {k: calibrated_rate(m, systems, target_s, repeats) for k, m in makers.items()}
     top = ceiling_rate(n, d, dtype, ceil, threads)
-    return [{"n": n, "d": d, "systems": systems, "dtype": dtype, "impl": k,
+    rows = [{"n": n, "d": d, "systems": systems, "dtype": dtype, "impl": k,
              "steps_per_s": r, "gflops": r * flop / 1e9, "vs_numpy": r / rates["numpy"],
              "vs_ceiling": r / top, "ceiling_steps_per_s": top} for k, r in rates.items()]
+    for row in rows:
+        if row["impl"] == "jax":
+            row["compile_s"] = jax_fn.compile_s  # of the timed step count
+    return rows
 
 
 def machine() -> dict:
@@ -199,6 +211,8 @@ def main(quick: bool = False) -> Path:
     load_before = os.getloadavg()
     ceil = ceilings(threads, repeats)
     rows = []
+    if euler_steps_or_none() is None:
+        print(MISSING)
     for n, d, systems, dtype, kinds in SHAPES:
         rows += shape_rows(n, d, systems, dtype, kinds, ceil, threads, target, repeats)
     print_table(rows, ceil)

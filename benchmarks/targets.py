@@ -10,7 +10,13 @@ table of docs/performance.md).
   reference_code  the public code of arXiv 2312.10794 on the same workload, pinned to one
              core, and its statistic against sweep's (benchmarks/reference_code.py; only
              when SWEEP_REFERENCE_CODE names a checkout of it, else marked not measured)
-  small      256 jobs of (32, 3) x 600 Euler steps: share of worker time inside the kernels
+  jax        the JAX peer on the reference workload against `sweep run`, one core each and
+             two cores each, compile apart from steady state (benchmarks/jax_targets.py; only
+             when jax is installed, else marked not measured)
+  small      256 jobs of (32, 3) x 600 Euler steps: share of worker time inside the kernels;
+             jax_small: the JAX peer on the same jobs
+  large      (2048, 128) x 1, float64 and float32: `symmetric` against NumPy, JAX and the
+             gemm ceiling (benchmarks/run.py's rows)
   tiny       100,000 jobs of (4, 2) x 2 steps: part files, then a fully skipped rerun,
              `status` and `merge`
   plan       `sweep plan` of a 1,000,000-job grid: wall and peak memory
@@ -31,12 +37,14 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import jax_targets  # noqa: E402
 import reference_code  # noqa: E402
+import workload  # noqa: E402
 from cli_sweep import SWEEP, WARM, kernel_share, process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
-N, D, SEEDS, DT, STEPS, EPS = 32, 2, 128, 0.1, 300, 1e-3
+N, SEEDS, STEPS = workload.N, workload.SEEDS, workload.STEPS
 
 
 def command(*args: str, cwd: Path = ROOT) -> dict:
@@ -44,35 +52,12 @@ def command(*args: str, cwd: Path = ROOT) -> dict:
     return process([sys.executable, "-m", "sweep", *args], cwd=cwd)
 
 
-def numpy_phase(betas: np.ndarray) -> float:
-    """Seconds of the reference workload in batched NumPy: every (beta, start) system at
-    once, x: [systems, n, d]; per step the Gram products, a softmax, the residual step
-    x + dt A x and the renormalisation; at every save the clustered fraction."""
-    rng = np.random.default_rng(0)
-    x = rng.standard_normal((SEEDS, N, D))
-    x /= np.linalg.norm(x, axis=-1, keepdims=True)
-    x = np.repeat(x[None], len(betas), axis=0).reshape(-1, N, D)
-    beta = np.repeat(betas, SEEDS)[:, None, None]
-    off = ~np.eye(N, dtype=bool)
-    clustered = np.empty((x.shape[0], STEPS + 1))
-    t0 = time.perf_counter()
-    for step in range(STEPS + 1):
-        g = x @ x.transpose(0, 2, 1)
-        clustered[:, step] = (g[:, off] > 1.0 - EPS).mean(axis=1)
-        if step < STEPS:
-            w = np.exp(beta * (g - 1.0))
-            w /= w.sum(axis=-1, keepdims=True)
-            x = x + DT * (w @ x)
-            x /= np.linalg.norm(x, axis=-1, keepdims=True)
-    return time.perf_counter() - t0
-
-
 def reference(tmp: Path, betas: int) -> dict:
     out, grid = tmp / "phase.nc", f"grid.beta={{linspace: [0.1, 9.0, {betas}]}}"
     command("run", str(REFERENCE), "--set", "grid.beta=[1.0]", "--set", "grid.seed=[0]",
             "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
     run = command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out", str(out))
-    numpy_s = numpy_phase(np.linspace(0.1, 9.0, betas))
+    numpy_s = workload.timed_numpy_phase(betas)
     exps = betas * SEEDS * STEPS * N * (N + 1) // 2  # lanes.py: one per pair i <= j per step
     rate = exp_rate()
     return {"jobs": betas * SEEDS, **run, "output_mb": out.stat().st_size / 1e6,
@@ -93,6 +78,20 @@ def exp_rate(repeats: int = 5) -> float:
         exp_passes(a, passes)
         best = min(best, time.perf_counter() - t)
     return passes * a.size / best
+
+
+def large(quick: bool) -> dict:
+    """(2048, 128) x 1 in float64 and float32: the `symmetric` kernel `sweep run` picks there,
+    NumPy's batched step, the JAX peer when installed, and the gemm ceiling, measured as
+    `make bench` measures them (benchmarks/run.py), steady state."""
+    import run  # imports the kernels: only once the sweep has run
+
+    threads, repeats = run.cores(), 3
+    ceil = run.ceilings(threads, repeats)
+    rows = [row for dtype in ("float64", "float32")
+            for row in run.shape_rows(2048, 128, 1, dtype, ("symmetric",), ceil, threads,
+                                      0.15 if quick else 0.4, repeats)]
+    return {"ceilings": ceil, "rows": rows}
 
 
 def tiny(tmp: Path, seeds: int) -> dict:
@@ -128,8 +127,11 @@ def main(quick: bool = False) -> Path:
                   "reference": reference(tmp, 90 // scale)}
         result["reference_code"] = reference_code.entry(tmp, 90 // scale, result["reference"],
                                                         tmp / "phase.nc")
+        result["jax"] = jax_targets.entry(tmp, 90 // scale)
         result |= {"plan": plan(tmp, 1000 // scale), "tiny": tiny(tmp, 1000 // scale),
                    "small": kernel_share(1, sweep=SWEEP), "quick": quick}
+        result["jax_small"] = jax_targets.small(tmp, result["small"])
+        result["large"] = large(quick)
     result["load_after"] = os.getloadavg()[0]
     stamp = result["when"].replace(":", "").replace("-", "").split("+")[0]
     path = Path(__file__).parent / "results" / f"targets-{stamp}.json"

@@ -19,16 +19,18 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         (f"reference phase diagram, {ref['jobs']} jobs, `sweep run` on one worker: wall",
          "", f"{ref['wall_s']:.1f} s"),
         ("the same workload in batched NumPy, same run", "", f"{ref['numpy_s']:.1f} s"),
-        ("ratio NumPy / `sweep run`", ">= 15", f"{ref['speedup_vs_numpy']:.1f}"),
+        ("ratio NumPy / `sweep run`", ">= 25", f"{ref['speedup_vs_numpy']:.1f}"),
         *exp_rows(ref),
         ("peak memory of that run", "<= 300 MB", f"{ref['peak_mib']:.0f} MiB"),
         ("its results file", "<= 111 MB", f"{ref['output_mb']:.1f} MB"),
         *code_rows(r),
+        *jax_rows(r),
         (f"{small['jobs']} jobs of {tuple(small['shape'])} x {small['steps']} steps, one "
          "worker: time per job in the kernels", "", f"{small['kernel_ms_per_job']:.2f} ms"),
         *outside_rows(small),
+        *jax_small_rows(r),
         ("the fixed cost of a run (start-up, warm-up, merge, exit: the config cut to one job)",
-         "", f"{small['fixed_s']:.2f} s"),
+         "<= 0.8 s", f"{small['fixed_s']:.2f} s"),
         (f"{tiny['jobs']} tiny jobs (n 4, d 2, 2 steps): part files", "<= 2,000",
          f"{tiny['part_files']}"),
         ("the first run", "", f"{tiny['first_run']['wall_s']:.1f} s"),
@@ -37,7 +39,86 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         ("`sweep merge`", "<= 20 s", f"{tiny['merge']['wall_s']:.1f} s"),
         (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
         ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
+        *large_rows(r),
     ]
+
+
+def not_measured(entry: dict, what: str) -> list[tuple[str, str, str]]:
+    return [(what, "", f"not measured in this run ({entry.get('why', 'not in this JSON')})")]
+
+
+def _jax_times(j: dict) -> str:
+    return (f"{j['wall_s']:.1f} s ({j['compile_s']:.2f} s compiling, {j['steady_s']:.1f} s "
+            f"steady; CPU {j['cpu_s']:.1f} s)")
+
+
+def _cpu(run: dict) -> str:
+    return f"{run['wall_s']:.1f} s (CPU {run['cpu_s']:.1f} s)"
+
+
+def jax_rows(r: dict) -> list[tuple[str, str, str]]:
+    """The JAX peer on the reference workload (benchmarks/jax_targets.py), one core each and
+    two cores each; a JSON without it, or a run without jax, says it was not measured."""
+    jax = r.get("jax", {"measured": False})
+    if not jax["measured"]:
+        return not_measured(jax, "JAX (jit, vmap, lax.scan, float64) on the same workload")
+    one, two, agree = jax["one_core"], jax["two_cores"], jax["one_core"]["agreement"]
+    return [
+        ("JAX (jit, vmap in chunks of 128, lax.scan, float64) on the same workload, one core each "
+         f"(`{jax['pinned']}`): wall (compile, steady call)", "", _jax_times(one["jax"])),
+        ("`sweep run --workers 1` beside it, same core: wall", "", _cpu(one["sweep"])),
+        ("ratio JAX / `sweep run`, one core each: end to end", ">= 3",
+         f"{one['ratio']['end_to_end']:.2f}"),
+        ("ratio JAX's steady call / `sweep run` (compile and start-up included)", ">= 3",
+         f"{one['ratio']['steady']:.2f}"),
+        ("two cores each: JAX wall (compile, steady call); `sweep run --workers 2`", "",
+         f"{_jax_times(two['jax'])}; {_cpu(two['sweep'])}"),
+        ("ratio JAX / `sweep run`, two cores each: end to end", ">= 4",
+         f"{two['ratio']['end_to_end']:.2f}"),
+        ("`sweep run`: two workers on two cores against one worker on one", ">= 1.8",
+         f"{jax['workers_speedup']:.2f}"),
+        ("JAX from sweep's starts: (system, save) cells whose counts of clustered pairs "
+         "differ from `sweep run`'s", "", f"{agree['cells_differing']} of {agree['cells']} "
+         f"(the largest by {agree['max_pairs_differing']} pairs)"),
+    ]
+
+
+def jax_small_rows(r: dict) -> list[tuple[str, str, str]]:
+    """The JAX peer on the `small` entry's jobs (their Euler steps, no observables)."""
+    jax = r.get("jax_small", {"measured": False})
+    if not jax["measured"]:
+        return not_measured(jax, "JAX on those jobs")
+    return [
+        ("JAX on those jobs' Euler steps (no observables), one core: wall (compile, steady "
+         "call)", "", _jax_times(jax["jax"])),
+        ("ratio JAX / `sweep run` of them (one worker): end to end; steady call / time in "
+         "the kernels", "", f"{jax['ratio']['end_to_end']:.2f}; {jax['ratio']['steady']:.2f}"),
+    ]
+
+
+def large_rows(r: dict) -> list[tuple[str, str, str]]:
+    """(2048, 128) x 1: `symmetric` (what `sweep run` picks there) against NumPy's batched
+    step, the gemm ceiling and JAX, steady state (benchmarks/run.py's rows)."""
+    if "large" not in r:
+        return not_measured({}, "(2048, 128) x 1, `symmetric` kernel")
+    by = {(row["dtype"], row["impl"]): row for row in r["large"]["rows"]}
+    f64, f32 = by[("float64", "symmetric")], by[("float32", "symmetric")]
+    return [*_large(f64, by.get(("float64", "jax")), ">= 2.5 x NumPy, >= 0.85 of the ceiling"),
+            *_large(f32, by.get(("float32", "jax")), ""),
+            ("(2048, 128) float32 / float64, `symmetric`", ">= 1.7",
+             f"{f32['steps_per_s'] / f64['steps_per_s']:.2f}")]
+
+
+def _large(ours: dict, jax: dict | None, target: str) -> list[tuple[str, str, str]]:
+    dtype = ours["dtype"]
+    row = (f"(2048, 128) x 1 {dtype}, `symmetric` kernel: system-steps/s, x NumPy, x gemm "
+           "ceiling", target, f"{ours['steps_per_s']:.1f}, {ours['vs_numpy']:.2f}, "
+           f"{ours['vs_ceiling']:.2f}")
+    if jax is None:
+        return [row, (f"JAX at (2048, 128) {dtype}", "", "not measured (jax not installed)")]
+    return [row, (f"ratio `symmetric` / JAX, {dtype}, steady (JAX compiling "
+                  f"{jax['compile_s']:.2f} s apart)", "",
+                  f"{ours['steps_per_s'] / jax['steps_per_s']:.2f}")]
 
 
 def exp_rows(ref: dict) -> list[tuple[str, str, str]]:

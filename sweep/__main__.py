@@ -4,13 +4,61 @@ that submitted them).
 Ctrl-C is caught here, before anything heavy is imported: importing the command line (Typer,
 Rich, NumPy, Numba) takes most of the first second, and a KeyboardInterrupt raised while it
 does would otherwise end in a traceback instead of exit 130 and one line.
+
+The command also spares every run Numba's probe for BLAS (`NoBlasProbe`).
 """
 
+import importlib.abc
+import importlib.machinery
 import sys
+
+TYPING, PROBED = "numba.np.arraymath", "scipy.linalg.cython_blas"
+
+
+class NoBlasProbe(importlib.abc.MetaPathFinder):
+    """Numba's typing of NumPy (numba.np.arraymath, loaded at the first compile or cache load
+    of a kernel) imports scipy.linalg.cython_blas to see whether np.dot can be compiled:
+    0.2-0.3 s of every run wherever scipy is installed, for nothing, as no kernel calls BLAS
+    from compiled code (blocked.py calls NumPy's matmul from Python). While that one module
+    loads, the probe's target is marked missing, so Numba takes BLAS as absent; only in this
+    command's process (a notebook importing sweep keeps Numba's np.dot), and scipy itself
+    imports as usual afterwards."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != TYPING:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None and PROBED not in sys.modules:
+            spec.loader = _Hiding(spec.loader)
+        return spec
+
+
+class _Hiding(importlib.abc.Loader):
+    """A loader that runs another with PROBED marked missing in sys.modules."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __getattr__(self, name):  # get_source, get_filename, ...: the wrapped loader's
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        sys.modules[PROBED] = None  # import raises ModuleNotFoundError, nothing is loaded
+        try:
+            self.loader.exec_module(module)
+        finally:
+            if sys.modules.get(PROBED, 0) is None:
+                del sys.modules[PROBED]
 
 
 def main() -> None:
     try:
+        if TYPING not in sys.modules:
+            sys.meta_path.insert(0, NoBlasProbe())
         from sweep.cli import main as cli_main
 
         cli_main()

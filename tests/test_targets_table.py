@@ -73,3 +73,54 @@ def test_the_exp_share_and_the_worker_share_come_from_the_json_when_it_has_them(
     assert exp == [f"{100 * 3.54e9 / 0.8e9 / r['reference']['wall_s']:.0f}%"]
     worker = [tv for m, tv in rows.items() if m.startswith("share of worker time outside")]
     assert worker == [("<= 10%", "4%")]
+
+
+def _jax_entry(r: dict) -> dict:
+    one = {"jax": {"wall_s": 20.0, "compile_s": 0.5, "steady_s": 16.0, "cpu_s": 19.5},
+           "sweep": {"wall_s": 5.0, "cpu_s": 4.9}, "agreement": {"cells": 100, "cells_differing": 0,
+                                                   "max_pairs_differing": 0}}
+    two = {"jax": {"wall_s": 24.0, "compile_s": 0.6, "steady_s": 19.0, "cpu_s": 40.0},
+           "sweep": {"wall_s": 3.0, "cpu_s": 5.8}}
+    for side in (one, two):
+        side["ratio"] = {"end_to_end": side["jax"]["wall_s"] / side["sweep"]["wall_s"],
+                         "steady": side["jax"]["steady_s"] / side["sweep"]["wall_s"]}
+    return {"measured": True, "betas": 90, "pinned": "taskset -c 0", "one_core": one,
+            "two_cores": two, "workers_speedup": 5.0 / 3.0}
+
+
+def test_the_jax_rows_show_both_sides_and_the_ratios_against_their_targets():
+    r = newest()
+    r["jax"] = _jax_entry(r)
+    shown = {m: (t, v) for m, t, v in targets_table.rows(r)}
+    assert shown["ratio JAX / `sweep run`, one core each: end to end"] == (">= 3", "4.00")
+    assert shown["ratio JAX / `sweep run`, two cores each: end to end"] == (">= 4", "8.00")
+    assert shown["`sweep run`: two workers on two cores against one worker on one"] == (
+        ">= 1.8", "1.67")
+    assert shown["`sweep run --workers 1` beside it, same core: wall"] == ("", "5.0 s (CPU 4.9 s)")
+    assert any(v == "20.0 s (0.50 s compiling, 16.0 s steady; CPU 19.5 s)"
+               for _, v in shown.values())
+
+
+def test_a_json_or_a_run_without_jax_says_so_in_each_jax_row():
+    for r in (newest(), newest()):
+        r["jax"] = r["jax_small"] = {"measured": False, "why": "jax not installed"}
+        rows = targets_table.rows(r)
+        jax = [v for m, _, v in rows if m.startswith("JAX")]
+        assert jax == ["not measured in this run (jax not installed)"] * 2
+        assert not any("ratio JAX" in m for m, _, _ in rows)
+
+
+def test_the_large_rows_give_the_ratios_of_the_symmetric_kernel():
+    r = newest()
+    row = {"n": 2048, "d": 128, "systems": 1}
+    r["large"] = {"rows": [
+        {**row, "dtype": "float64", "impl": "symmetric", "steps_per_s": 50.0, "vs_numpy": 2.4,
+         "vs_ceiling": 0.9}, {**row, "dtype": "float64", "impl": "jax", "steps_per_s": 20.0,
+                              "vs_numpy": 1.0, "vs_ceiling": 0.4, "compile_s": 0.25},
+        {**row, "dtype": "float32", "impl": "symmetric", "steps_per_s": 90.0, "vs_numpy": 3.0,
+         "vs_ceiling": 0.95}]}
+    shown = {m: (t, v) for m, t, v in targets_table.rows(r)}
+    assert shown["(2048, 128) float32 / float64, `symmetric`"] == (">= 1.7", "1.80")
+    assert shown["ratio `symmetric` / JAX, float64, steady (JAX compiling 0.25 s apart)"] == (
+        "", "2.50")
+    assert shown["JAX at (2048, 128) float32"] == ("", "not measured (jax not installed)")
