@@ -22,13 +22,16 @@ outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation h
 import numpy as np
 
 from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import SAVE_CLOSE, SAVE_PAIRS
+from sweep.kernels.codes import COLUMN, SAVE_ALL, SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, columns_at
 from sweep.kernels.expfast import exp1
 from sweep.kernels.groups import label_clusters, resolve
 from sweep.kernels.summary import find, order_parameter, pair_columns, union
 
 # columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
 ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
+# the observables' columns by the least save level that computes them (observe_pairs: NaN
+# in those a save leaves out)
+COUNTS, PAIRS, ALL = columns_at(SAVE_COUNTS), columns_at(SAVE_PAIRS), columns_at(SAVE_ALL)
 
 
 @jit_fast
@@ -105,7 +108,8 @@ def merge_forests(forests):
 
 @jit_fast
 def finish(x, rows, close, parent, beta, c, out):
-    """Fill out[:8] (OBSERVABLES order) from the per-row sums and the union-find forest."""
+    """out's pair columns (summary.pair_columns), energy and attention_entropy from the
+    per-row sums and the union-find forest."""
     n = x.shape[0]
     e_sum, h_sum, cos_sum, cos_min = 0.0, 0.0, 0.0, np.inf
     for i in range(n):
@@ -114,9 +118,9 @@ def finish(x, rows, close, parent, beta, c, out):
         cos_sum += rows[i, ROW_COS]
         cos_min = min(cos_min, rows[i, ROW_MIN])
     pair_columns(x, cos_sum, cos_min, close, parent, np.empty(n, dtype=np.int64), out)
-    out[6] = (np.exp(beta * c) * e_sum / (2.0 * n * n * beta) if beta > 0.0
-              else e_sum / (2.0 * n * n))
-    out[7] = h_sum / n
+    out[COLUMN.energy] = (np.exp(beta * c) * e_sum / (2.0 * n * n * beta) if beta > 0.0
+                          else e_sum / (2.0 * n * n))
+    out[COLUMN.attention_entropy] = h_sum / n
 
 
 @jit_fast
@@ -129,7 +133,7 @@ def stats_tile(tile, lo, beta, c, a, rows):
 
 @jit_fast
 def summarize_forests(x, rows, close, forests, beta, c, out, grp):
-    """out[:8] from per-row statistics and forests of close pairs built tile by tile
+    """finish's columns from per-row statistics and forests of close pairs built tile by tile
     (blocked.py): close, the number of ordered close pairs; forests: [k, n] int64. Then
     forests[0] holds the clusters: returns their groups, as label_alone."""
     merge_forests(forests)
@@ -161,17 +165,20 @@ def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
 
 @jit_fast
 def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
-    """out[:6] (order parameter, cosines, clusters: what gram = x x^T alone gives) exactly as
-    observe_weighted computes them, the other columns NaN: no weights, no groups, for a save
+    """The columns of SAVE_PAIRS and below (order parameter, cosines, clusters: what
+    gram = x x^T alone gives) exactly as observe_weighted computes them, the other columns
+    NaN: no weights, no groups, for a save
     that records only those (rows.py). level (codes.save_level): SAVE_PAIRS all six;
     SAVE_COUNTS without the cluster count and size (NaN), so the close pairs are only
     counted, not linked; SAVE_CLOSE without the cosines either. Scratch as
     observe_weighted's."""
     n = x.shape[0]
     if level == SAVE_CLOSE:
-        out[0] = order_parameter(x)
-        out[3] = count_close_pairs(gram, eps) / (n * (n - 1)) if n > 1 else np.nan
-        out[1:3] = np.nan
+        out[COLUMN.order_parameter] = order_parameter(x)
+        out[COLUMN.clustered_fraction] = (count_close_pairs(gram, eps) / (n * (n - 1))
+                                          if n > 1 else np.nan)
+        for k in COUNTS:
+            out[k] = np.nan
     else:
         column_sums(gram, gram, 0.0, 0.0, acc, rows)  # its cosine columns do not read w
         if level == SAVE_PAIRS:
@@ -182,8 +189,10 @@ def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
                 parent[i] = i
         finish(x, rows, close, parent, 0.0, 0.0, out)
     if level != SAVE_PAIRS:
-        out[4:6] = np.nan
-    out[6:] = np.nan
+        for k in PAIRS:
+            out[k] = np.nan
+    for k in ALL:
+        out[k] = np.nan
 
 
 @jit_fast

@@ -27,12 +27,23 @@ import numpy as np
 from sweep.kernels import methods
 from sweep.kernels import simd as v
 from sweep.kernels._jit import jit, jit_fma, jit_fma_inline
-from sweep.kernels.codes import LANES, LANES_MIN, NONFINITE, OK, SAVE_ALL, SAVE_CLOSE, STOPPED
+from sweep.kernels.codes import (
+    COLUMN,
+    LANES,
+    LANES_MIN,
+    NONFINITE,
+    OK,
+    SAVE_ALL,
+    SAVE_CLOSE,
+    STOPPED,
+)
 from sweep.kernels.expfast import exp1
 from sweep.kernels.gramobs import observe_pairs, observe_weighted
 from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
 from sweep.kernels.timeloop import implement, run
+
+ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 
 # codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches (d = 16: even).
 # codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
@@ -187,7 +198,7 @@ def _close_pairs(blk, s):
     n, count, alive, obs = blk.X.shape[0], blk.lanes.count, blk.alive, blk.obs
     for b in range(obs.shape[0]):
         if alive[b]:
-            obs[b, s, 3] = count[b] / (n * (n - 1)) if n > 1 else np.nan
+            obs[b, s, CLOSE] = count[b] / (n * (n - 1)) if n > 1 else np.nan
 
 
 @jit_fma_inline
@@ -261,7 +272,7 @@ def _save(blk, X, obs, traj, s):
         going = True
         recorded[b] = s + 1
         if close:
-            obs[b, s, 0] = r[b]
+            obs[b, s, ORDER] = r[b]
         else:
             _record(blk, X, b, obs[b, s])
         if traj.shape[1] > 0:

@@ -8,7 +8,7 @@ x may be any [n, d] state (a layer model's too): nothing here depends on how it 
 import numpy as np
 
 from sweep.kernels._jit import jit
-from sweep.kernels.codes import ENERGY, ENTROPY
+from sweep.kernels.codes import COLUMN
 from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
 from sweep.kernels.groups import label_clusters, resolve
 from sweep.kernels.sphere import dot
@@ -140,7 +140,7 @@ def observe(x, dyn, eps, out, work):
                 close += 1
                 union(parent, i, j)
     pair_columns(x, cos_sum, cos_min, close, parent, work.size, out)
-    out[ENERGY], out[ENTROPY] = head_mean(sums, dyn.betas, n)
+    out[COLUMN.energy], out[COLUMN.attention_entropy] = head_mean(sums, dyn.betas, n)
     groups = label_clusters(parent, grp)
     for i in range(n if groups > 0 else 0):
         if grp.gid[i] >= 0:
