@@ -4,7 +4,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 SWEEP   := $(VENV)/bin/sweep
 # Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
-# ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
+# ~/.cache/sweep/numba (sweep/numerics/cache.py); CI sets it inside the clone.
 
 .PHONY: install test test-physics demo bench lint clean figures docs
 
@@ -61,7 +61,7 @@ lint: install
 # Also forgets the kernels this checkout compiled (Numba misses edits across kernel files).
 clean:
 	rm -rf results .numba_cache .pytest_cache
-	-$(PY) -m sweep.kernels.cache
+	-$(PY) -m sweep.numerics.cache
 
 # ---------------------------------------------------------------- figures
 # sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`

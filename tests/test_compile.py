@@ -12,7 +12,7 @@ import yaml
 import sweep
 from sweep.execution import kernel
 from sweep.execution.kernel import KernelPlan, kernel_plan
-from sweep.kernels import cache
+from sweep.numerics import cache
 
 ROOT = Path(__file__).parents[1]
 

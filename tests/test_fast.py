@@ -20,14 +20,14 @@ from sweep.execution import kernel as plans
 from sweep.execution import runner, simulate
 from sweep.execution.states import uniform
 from sweep.kernels import blocked, methods
-from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.codes import COLUMN as C
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
-from sweep.kernels.expfast import exp1, exp4_inplace, exp_inplace
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
+from sweep.numerics._jit import jit_fast
+from sweep.numerics.expfast import exp1, exp4_inplace, exp_inplace
 from sweep.storage.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,

@@ -28,10 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.codes import EULER, LAYER, TILE
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import (
+from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
+from sweep.kernels.timeloop import implement, run
+from sweep.numerics._jit import jit_fast, jit_fma
+from sweep.numerics.expfast import exp1
+from sweep.observables.extra import compute
+from sweep.observables.gramobs import (
     finish_outside,
     finish_upper,
     link_tile,
@@ -41,9 +44,7 @@ from sweep.kernels.gramobs import (
     stats_upper,
     summarize_forests,
 )
-from sweep.kernels.groups import groups_scratch, resolve
-from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
-from sweep.kernels.timeloop import implement, run
+from sweep.observables.groups import groups_scratch, resolve
 
 
 @jit_fast
@@ -176,6 +177,7 @@ class Blocked:
         if groups > 0:
             self.outside(x)
         resolve(x, groups, self.groups, out)
+        compute(x, out)  # the observables of x alone (observables/extra.py)
 
     def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
         """Row statistics and forests of close pairs, tile by tile (keep: ignored, no weights

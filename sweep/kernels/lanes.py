@@ -25,8 +25,6 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels import simd as v
-from sweep.kernels._jit import jit, jit_fma, jit_fma_inline
 from sweep.kernels.codes import (
     COLUMN,
     LANES,
@@ -37,11 +35,13 @@ from sweep.kernels.codes import (
     SAVE_CLOSE,
     STOPPED,
 )
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import observe_pairs, observe_weighted
-from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics import simd as v
+from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
+from sweep.numerics.expfast import exp1
+from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.observables.groups import Groups, groups_scratch
 
 ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 

@@ -17,13 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.kernels.codes import LAYER, OK, SAVE_ALL, STOPPED
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import observe_pairs, observe_weighted
-from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.sphere import axpy, rk4_combine
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
+from sweep.numerics.expfast import exp1
+from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.observables.groups import Groups, groups_scratch
 
 FRESH_GRAM, FRESH_WEIGHTS = 1, 2  # what a save left in System.e for the next step
 

@@ -22,9 +22,9 @@ at (4, 2) (+23-52%, +5% at (32, 3)) and 230 ns on the general path (+15% at (4, 
 from numba import types
 from numba.extending import overload
 
-from sweep.kernels._jit import jit_inline
 from sweep.kernels.codes import NONFINITE, OK, STOPPED
 from sweep.kernels.sphere import all_finite
+from sweep.numerics._jit import jit_inline
 
 _REGISTERED = {}  # system class -> (advance, save), for the Python loop
 

@@ -12,10 +12,10 @@ Ruiz-Balet, arXiv 2508.09628.)
 
 import numpy as np
 
-from sweep.kernels._jit import jit
 from sweep.kernels.codes import HARDMAX, LAYER, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
 from sweep.kernels.general.masks import keep_top, partners
 from sweep.kernels.sphere import dot, project_row
+from sweep.numerics._jit import jit
 
 
 @jit

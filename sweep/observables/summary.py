@@ -3,8 +3,8 @@ forest) and the observables' first columns (kernels.codes.OBSERVABLES) from thos
 
 import numpy as np
 
-from sweep.kernels._jit import jit
-from sweep.kernels.codes import COLUMN
+from sweep.numerics._jit import jit
+from sweep.observables.records import COLUMN
 
 
 @jit

@@ -21,11 +21,19 @@ outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation h
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import COLUMN, SAVE_ALL, SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, columns_at
-from sweep.kernels.expfast import exp1
-from sweep.kernels.groups import label_clusters, resolve
-from sweep.kernels.summary import find, order_parameter, pair_columns, union
+from sweep.numerics._jit import jit_fast, jit_fma
+from sweep.numerics.expfast import exp1
+from sweep.observables.extra import standalone
+from sweep.observables.groups import label_clusters, resolve
+from sweep.observables.records import (
+    COLUMN,
+    SAVE_ALL,
+    SAVE_CLOSE,
+    SAVE_COUNTS,
+    SAVE_PAIRS,
+    columns_at,
+)
+from sweep.observables.summary import find, order_parameter, pair_columns, union
 
 # columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
 ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
@@ -161,6 +169,7 @@ def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
     if groups > 0:
         outside_columns(w, grp.label, acc[0], rows, grp.outside)
     resolve(x, groups, grp, out)
+    standalone(x, out)
 
 
 @jit_fast

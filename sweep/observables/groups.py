@@ -26,9 +26,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels._jit import jit, jit_inline
-from sweep.kernels.codes import COLUMN
-from sweep.kernels.summary import find
+from sweep.numerics._jit import jit, jit_inline
+from sweep.observables.records import COLUMN
+from sweep.observables.summary import find
 
 
 class Groups(NamedTuple):

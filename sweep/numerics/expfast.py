@@ -25,8 +25,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from sweep.kernels import simd as v
-from sweep.kernels._jit import jit_fma
+from sweep.numerics import simd as v
+from sweep.numerics._jit import jit_fma
 
 LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01  # ln 2 with its low bits zeroed, so k * LN2_HI is exact

@@ -4,7 +4,7 @@ Numba writes what it compiles (`cache=True`, _jit.py) into NUMBA_CACHE_DIR. When
 unset, sweep points it at one user cache directory, $XDG_CACHE_HOME/sweep/numba (else
 ~/.cache/sweep/numba), so `make`, a plain `sweep`, a notebook and the tasks of a job array
 share one cache instead of each compiling for itself. `use_default` does it, from
-sweep/kernels/__init__.py: before any kernel module imports Numba, which reads the variable
+sweep/numerics/__init__.py: before any compiled module imports Numba, which reads the variable
 when it is imported.
 
 Numba cannot say what its cache holds without being imported (0.3 s), so the warm-up
@@ -13,7 +13,7 @@ files (size and modification time, which is what Numba's own cache checks) and N
 version: `sweep plan` reads them to say whether the kernels must compile first.
 
 Numba notices an edit to the file of a compiled function, not to the functions it calls from
-other files: after editing a kernel, `python -m sweep.kernels.cache` (`make clean`) forgets
+other files: after editing a kernel, `python -m sweep.numerics.cache` (`make clean`) forgets
 what this checkout compiled.
 """
 
@@ -26,7 +26,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-KERNELS = Path(__file__).parent
+# the compiled modules' folders: every file in them counts for the stamp
+SOURCES = tuple(Path(__file__).parents[1] / name for name in ("kernels", "observables", "numerics"))
 
 
 def default_directory() -> Path:
@@ -50,7 +51,7 @@ def directory() -> Path:
 
 def stamp() -> str:
     """Changes whenever a kernel source file or Numba's version does."""
-    files = sorted(KERNELS.rglob("*.py"))
+    files = sorted(p for folder in SOURCES for p in folder.rglob("*.py"))
     text = [metadata.version("numba"), sys.version]
     text += [f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
     return hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
@@ -81,7 +82,7 @@ def mark(variant: str) -> None:
 def forget() -> list[Path]:
     """Remove what this copy of the kernels compiled (Numba keeps one folder per source
     folder, named after it and the SHA-1 of its path) and the markers; the folders removed."""
-    folders = [KERNELS, *(p.parent for p in KERNELS.glob("*/__init__.py"))]
+    folders = [*SOURCES, *(p.parent for s in SOURCES for p in s.glob("*/__init__.py"))]
     names = [f"{f.name}_{hashlib.sha1(str(f.resolve()).encode()).hexdigest()}" for f in folders]
     gone = [directory() / name for name in names + ["sweep-compiled"]]
     for folder in gone:
