@@ -75,6 +75,8 @@ def _numbered(records: tuple[Observable, ...]) -> tuple[Observable, ...]:
 
 
 _PAIRS = "observables.summary.pair_columns"
+_SPAN = "observables.span.span_dimension"
+SPAN_RTOL = 1e-3  # span_dimension's tolerance, relative to the largest singular value
 _GROUPS = "observables.groups.resolve"
 _OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.tiles."
                 "outside_tile", general="kernels.general.observables.outside_row")
@@ -139,6 +141,14 @@ RECORDS = _numbered((
                "singletons left out; NaN with fewer than 2 groups", (-1.0, 1.0),
                fast("observables.groups.silhouette", general="observables.groups."
                     "silhouette"), resolved=True),
+    # of x alone: the one kernel on every path (observables/span.py)
+    Observable("span_dimension", f"dimension of the span of the tokens: the numerical rank of "
+               f"x [n, d], singular values above {SPAN_RTOL:g} times the largest",
+               f"numerical rank of the tokens' matrix x [n, d]: how many of its singular values "
+               f"exceed {SPAN_RTOL:g} times the largest (`numpy.linalg.matrix_rank(x, "
+               f"rtol={SPAN_RTOL:g})`); 1 at total collapse", (1.0, "n"),
+               fast(_SPAN, general=_SPAN), kernel="sweep.observables.span:span_dimension",
+               parameters=(SPAN_RTOL,)),
 ))
 
 # per job, over the axes only
