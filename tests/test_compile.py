@@ -63,7 +63,7 @@ def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_p
     assert "lanes-float64" in said and "rows-float64" in said and "general" not in said
     compiled = contents(store)
     folders = {Path(name).parts[0].rsplit("_", 1)[0] for name in compiled}
-    assert folders == {"kernels", "sweep-compiled"}  # lanes, rows and what they use
+    assert folders == {"kernels", "observables", "numerics", "sweep-compiled"}  # not general
     sweep_cli("run", "configs/demo.yaml", *sets, "--out", tmp_path / "demo.nc", cache_dir=store)
     assert contents(store) == compiled
 
