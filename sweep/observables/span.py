@@ -14,9 +14,11 @@ G = x x^T (m = n < d), whichever is smaller; S is brought to tridiagonal form by
 reflections (4/3 m^3 flops, backward stable) and its eigenvalues above rtol^2 lambda_1 are
 counted by Sturm sequences, lambda_1 itself by bisection on the same counts. This is exact up
 to rounding in S (a count changes only for an eigenvalue within rounding of the threshold),
-needs no LAPACK (Numba's np.linalg would import SciPy into every kernel), and at the d <= 8
-of the common case costs less than a save's other pair sums. Summed in a fixed order, so the
-same x gives the same count on every path.
+needs no LAPACK (Numba's np.linalg would import SciPy into every kernel), and costs
+O(n m^2 + m^3): little beside a save's O(n^2 d) pair sums while d is small against n, a
+sizeable share of a save when d ~ n (a run that does not record span_dimension skips it:
+its level is SAVE_ALL). Compiled without fastmath and summed in a fixed order, so the same x
+gives the same count on every path.
 """
 
 import numpy as np
