@@ -11,7 +11,8 @@ numbers the kernels write (COLUMN), and the table of docs/results.md (observable
 Adding an observable: a record here and, for one that is a function of the tokens x: [n, d]
 alone, its `kernel` ("module:function", called as function(x, *parameters) -> float at every
 save that computes everything, on every path: observables.extra); one that needs a path's own
-sums is written into that path's functions and named in `paths`.
+sums is written into that path's functions and named in `paths`. Numba's cache does not see
+a new record (its callers' files are unchanged): in a checkout, `make clean` after adding one.
 """
 
 from __future__ import annotations
