@@ -4,7 +4,7 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 SWEEP   := $(VENV)/bin/sweep
 # Compiled kernels go to the one cache a plain `sweep` uses too: NUMBA_CACHE_DIR if set, else
-# ~/.cache/sweep/numba (sweep/kernels/cache.py); CI sets it inside the clone.
+# ~/.cache/sweep/numba (sweep/numerics/cache.py); CI sets it inside the clone.
 # `sweep train` runs in NumPy: its matrix products (OpenBLAS) and its exp and tanh (NumPy's
 # SIMD loops) differ in the last bits between AVX2 and AVX-512 machines, and a hundred
 # optimiser steps grow those bits into the published tables' digits. The training sweeps
@@ -68,11 +68,13 @@ $(VENV)/.models: $(VENV)/.installed
 
 # docs/cli.md from the Typer app (tests/test_commands.py checks it is current); the key
 # tables of docs/config.md and the strategies table of docs/performance.md from their records
-# (tests/test_doc_tables.py checks both)
+# (tests/test_doc_tables.py checks both); the table of docs/results.md from the observables'
+# records (tests/test_records.py checks it)
 docs: install
 	$(PY) -m sweep.cli._docs
 	$(PY) -m sweep.config.keydocs
 	$(PY) benchmarks/strategies_table.py
+	$(PY) -m sweep.observables._docs
 
 lint: install
 	$(VENV)/bin/ruff check sweep tests benchmarks figures
@@ -81,7 +83,7 @@ lint: install
 # Also forgets the kernels this checkout compiled (Numba misses edits across kernel files).
 clean:
 	rm -rf results .numba_cache .pytest_cache
-	-$(PY) -m sweep.kernels.cache
+	-$(PY) -m sweep.numerics.cache
 
 # ---------------------------------------------------------------- figures
 # sweep run -> sweep threshold -> sweep plot with real file dependencies, so `make -j2 figures`

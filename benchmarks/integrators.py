@@ -24,7 +24,7 @@ import numpy as np
 from sweep.config import schema as config
 from sweep.config.grid import expand
 from sweep.execution.simulate import simulate
-from sweep.kernels.codes import CLUSTERED, OBSERVABLES
+from sweep.kernels.codes import COLUMN, OBSERVABLES
 
 MEAN_COSINE = OBSERVABLES.index("mean_cosine")
 
@@ -49,7 +49,7 @@ def seed_means(method: str, dt: float, betas: list[float], seeds: int,
     sums = np.zeros((2, len(betas), round(t_max / SAVE_EVERY) + 1))
     for job in expand(config.from_dict(raw)):
         obs = simulate(job).observables
-        sums[:, betas.index(job.model.beta)] += obs[:, [CLUSTERED, MEAN_COSINE]].T
+        sums[:, betas.index(job.model.beta)] += obs[:, [COLUMN.clustered_fraction, MEAN_COSINE]].T
     return sums / seeds
 
 

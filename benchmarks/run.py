@@ -42,13 +42,13 @@ from jax_peer import MISSING, euler_steps_or_none  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.execution.states import uniform  # noqa: E402
-from sweep.kernels._jit import jit_fast  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES  # noqa: E402
-from sweep.kernels.expfast import exp_inplace  # noqa: E402
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows  # noqa: E402
+from sweep.numerics._jit import jit_fast  # noqa: E402
+from sweep.numerics.expfast import exp_inplace  # noqa: E402
 
 BETA, DT = 4.0, 0.05
 MIN_STEPS = 10

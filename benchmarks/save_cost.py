@@ -39,7 +39,7 @@ def start(n, d, state, rng):
 
 
 if RESOLVED:
-    from sweep.kernels.groups import groups_scratch
+    from sweep.observables.groups import groups_scratch
 
     @numba.njit
     def observe_rows(x, g, e, beta, eps, out, table, acc, extra):

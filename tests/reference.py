@@ -172,7 +172,14 @@ def observables(x, kind, beta, eps):
         max(sizes) / n,
         energy,
         entropy,
-    ], resolved(x, [a], eps)])
+    ], resolved(x, [a], eps), [span_dimension(x)]])
+
+
+def span_dimension(x):
+    """The numerical rank of x: [n, d] at span_dimension's tolerance (its record)."""
+    from sweep.observables.records import SPAN_RTOL
+
+    return np.linalg.matrix_rank(np.asarray(x, np.float64), rtol=SPAN_RTOL)
 
 
 def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):
@@ -403,7 +410,7 @@ def zoo_observables(x, model, eps):
         with np.errstate(divide="ignore", invalid="ignore"):
             entropies.append(-np.where(p > 0, p * np.log(p), 0.0).sum(axis=1).mean())
     base[6], base[7] = np.mean(energies), np.mean(entropies)
-    base[8:] = resolved(x, weights, eps)
+    base[8:13] = resolved(x, weights, eps)
     return base
 
 

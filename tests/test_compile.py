@@ -12,7 +12,7 @@ import yaml
 import sweep
 from sweep.execution import kernel
 from sweep.execution.kernel import KernelPlan, kernel_plan
-from sweep.kernels import cache
+from sweep.numerics import cache
 
 ROOT = Path(__file__).parents[1]
 
@@ -69,7 +69,7 @@ def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_p
     assert "lanes-float64" in said and "rows-float64" in said and "general" not in said
     compiled = contents(store)
     folders = {Path(name).parts[0].rsplit("_", 1)[0] for name in compiled}
-    assert folders == {"kernels", "sweep-compiled"}  # lanes, rows and what they use
+    assert folders == {"kernels", "observables", "numerics", "sweep-compiled"}  # not general
     sweep_cli("run", "configs/demo.yaml", *sets, "--out", tmp_path / "demo.nc", cache_dir=store)
     assert contents(store) == compiled
 
@@ -101,7 +101,9 @@ def test_one_default_cache_for_make_and_a_plain_sweep(tmp_path, xdg):
     env["HOME"] = str(tmp_path / "home")
     if xdg:
         env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
-    where = (tmp_path / "xdg" if xdg else tmp_path / "home" / ".cache") / "sweep" / "numba"
+    # one folder per version of the kernels' sources: a new version never loads an old one's
+    where = ((tmp_path / "xdg" if xdg else tmp_path / "home" / ".cache") / "sweep" / "numba"
+             / cache.source_key())
     code = "import sweep.kernels.rows, numba; print(numba.config.CACHE_DIR)"
     shown = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout.strip()

@@ -20,20 +20,14 @@ from sweep.execution import kernel as plans
 from sweep.execution import runner, simulate
 from sweep.execution.states import uniform
 from sweep.kernels import blocked, methods
-from sweep.kernels._jit import jit_fast
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
-from sweep.kernels.codes import (
-    INTER_ATTENTION,
-    METHOD_CODES,
-    N_GROUPS,
-    OBSERVABLES,
-    OVERLAP_GAP,
-    SILHOUETTE,
-)
-from sweep.kernels.expfast import exp1, exp4_inplace, exp_inplace
+from sweep.kernels.codes import COLUMN as C
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
+from sweep.numerics._jit import jit_fast
+from sweep.numerics.expfast import exp1, exp4_inplace, exp_inplace
 from sweep.storage.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
@@ -342,14 +336,14 @@ def test_stop_flag_is_polled_every_step(kernel):
                               daemon=True)
     worker.start()
     deadline = time.monotonic() + 60
-    while np.isnan(obs[0, INTER_ATTENTION]) and time.monotonic() < deadline:
+    while np.isnan(obs[0, C.inter_attention]) and time.monotonic() < deadline:
         time.sleep(1e-3)  # save 0 is recorded (its last column): the stepping is about to begin
     stop[0] = 1
     worker.join(60)
     assert result == [(3, 1)]
     # all of save 0 but the two columns that need 2 groups (six scattered tokens have none)
-    assert np.isfinite(np.delete(obs[0], [OVERLAP_GAP, SILHOUETTE])).all()
-    assert obs[0, N_GROUPS] == 0 and np.isnan(obs[1]).all()
+    assert np.isfinite(np.delete(obs[0], [C.overlap_gap, C.silhouette])).all()
+    assert obs[0, C.n_groups] == 0 and np.isnan(obs[1]).all()
 
 
 def test_runner_pins_blas_to_one_thread(tmp_path, monkeypatch):

@@ -9,15 +9,8 @@ from threadpoolctl import threadpool_limits
 import reference as ref
 from sweep.execution.states import uniform
 from sweep.kernels.blocked import integrate_blocked
-from sweep.kernels.codes import (
-    INTER_ATTENTION,
-    N_CLUSTERS,
-    N_GROUPS,
-    N_OBS,
-    OVERLAP_GAP,
-    SILHOUETTE,
-    SINGLETONS,
-)
+from sweep.kernels.codes import COLUMN as C
+from sweep.kernels.codes import N_OBS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
@@ -71,10 +64,10 @@ def test_equiangular_clusters_are_exact(path, k, m, c, beta, d):
     x = equiangular_clusters(k, m, c, d, np.random.default_rng(k * m))
     obs = observe(path, x, beta)
     n = k * m
-    assert obs[N_GROUPS] == k and obs[SINGLETONS] == 0 and obs[N_CLUSTERS] == k
-    assert abs(obs[OVERLAP_GAP] - (1 - c)) < 1e-12
-    assert abs(obs[INTER_ATTENTION] - inter_exact(n, m, c, beta)) < 1e-12
-    assert abs(obs[SILHOUETTE] - 1.0) < 1e-12  # a_i = 0: every token sits on its centre
+    assert obs[C.n_groups] == k and obs[C.singleton_fraction] == 0 and obs[C.n_clusters] == k
+    assert abs(obs[C.overlap_gap] - (1 - c)) < 1e-12
+    assert abs(obs[C.inter_attention] - inter_exact(n, m, c, beta)) < 1e-12
+    assert abs(obs[C.silhouette] - 1.0) < 1e-12  # a_i = 0: every token sits on its centre
 
 
 def test_inter_attention_is_the_mean_over_heads():
@@ -82,7 +75,7 @@ def test_inter_attention_is_the_mean_over_heads():
     obs = observe("general", x, 0.0, model=dict(attention="softmax", beta=1.0, heads=2,
                                                  head_beta=[2.0, 6.0]))
     want = (inter_exact(12, 4, 0.3, 2.0) + inter_exact(12, 4, 0.3, 6.0)) / 2
-    assert abs(obs[INTER_ATTENTION] - want) < 1e-12
+    assert abs(obs[C.inter_attention] - want) < 1e-12
 
 
 def hand_built():
@@ -94,11 +87,11 @@ def hand_built():
 @pytest.mark.parametrize("path", PATHS)
 def test_groups_and_singletons_of_a_hand_built_state(path):
     obs = observe(path, hand_built(), 1.0)
-    assert obs[N_GROUPS] == 2 and obs[SINGLETONS] == pytest.approx(2 / 7)
-    assert obs[N_CLUSTERS] == obs[N_GROUPS] + 7 * obs[SINGLETONS]  # 4 clusters in all
-    assert obs[OVERLAP_GAP] == pytest.approx(1.0)  # coincident within, orthogonal between
+    assert obs[C.n_groups] == 2 and obs[C.singleton_fraction] == pytest.approx(2 / 7)
+    assert obs[C.n_clusters] == obs[C.n_groups] + 7 * obs[C.singleton_fraction]  # 4 clusters in all
+    assert obs[C.overlap_gap] == pytest.approx(1.0)  # coincident within, orthogonal between
     # e0 and e1 tokens: a_i = 0, b_i = 1; the singletons take no part
-    assert obs[SILHOUETTE] == pytest.approx(1.0)
+    assert obs[C.silhouette] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -107,8 +100,8 @@ def test_a_chain_of_close_pairs_is_one_group(path):
     t = 0.02 * np.arange(6)
     x = np.stack([np.cos(t), np.sin(t), 0 * t], axis=1)
     obs = observe(path, x, 1.0)
-    assert (obs[N_GROUPS], obs[SINGLETONS]) == (1, 0)
-    assert np.isnan(obs[OVERLAP_GAP]) and np.isnan(obs[SILHOUETTE])  # one group only
+    assert (obs[C.n_groups], obs[C.singleton_fraction]) == (1, 0)
+    assert np.isnan(obs[C.overlap_gap]) and np.isnan(obs[C.silhouette])  # one group only
     np.testing.assert_allclose(obs, ref.observables(x, "softmax", 1.0, 1e-3), rtol=1e-12,
                                atol=1e-12)
 
@@ -118,9 +111,9 @@ def test_without_groups_every_token_is_alone(path):
     x = uniform(9, 3, np.random.default_rng(1))
     obs = observe(path, x, 2.0)
     a = ref.attention(x, "softmax", 2.0)
-    assert (obs[N_GROUPS], obs[SINGLETONS]) == (0, 1)
-    assert np.isnan(obs[OVERLAP_GAP]) and np.isnan(obs[SILHOUETTE])
-    assert abs(obs[INTER_ATTENTION] - (1 - np.diag(a).mean())) < 1e-13
+    assert (obs[C.n_groups], obs[C.singleton_fraction]) == (0, 1)
+    assert np.isnan(obs[C.overlap_gap]) and np.isnan(obs[C.silhouette])
+    assert abs(obs[C.inter_attention] - (1 - np.diag(a).mean())) < 1e-13
 
 
 def clustered(n, d, rng, groups=4, spread=0.02, alone=5):
@@ -142,7 +135,7 @@ def test_every_path_matches_the_oracle_on_clustered_states(path, kind, n, d, bet
     x = clustered(n, d, np.random.default_rng(n + d), spread=spread)
     got = observe(path, x, beta, eps=eps, kind=kind)
     want = ref.observables(x, kind, beta, eps)
-    assert want[N_GROUPS] >= 2 and 0 < want[SINGLETONS] < 1  # every quantity is exercised
+    assert want[C.n_groups] >= 2 and 0 < want[C.singleton_fraction] < 1  # all exercised
     scale = np.maximum(1.0, np.abs(want))
     np.testing.assert_array_less(np.abs(got - want), 1e-12 * scale)
 
@@ -162,7 +155,7 @@ def test_general_path_matches_the_oracle_under_every_model(model):
     model = dict(beta=2.0, **model)
     got = observe("general", x, 0.0, eps=0.01, model=model)
     want = ref.zoo_observables(x, model, 0.01)
-    assert want[N_GROUPS] >= 2
+    assert want[C.n_groups] >= 2
     scale = np.maximum(1.0, np.abs(want))
     np.testing.assert_array_less(np.abs(got - want), 1e-12 * scale)
 

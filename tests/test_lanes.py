@@ -22,7 +22,7 @@ from sweep.kernels.codes import (
     STOPPED,
 )
 from sweep.kernels.lanes import integrate_lanes, order_lanes
-from sweep.kernels.summary import order_parameter
+from sweep.observables.summary import order_parameter
 
 CLOSE = [OBSERVABLES.index("order_parameter"), OBSERVABLES.index("clustered_fraction")]
 

@@ -12,7 +12,7 @@ import yaml
 
 import reference
 from helpers import invoke, tiny_model_dir, write_safetensors
-from sweep.kernels.codes import SERIES
+from sweep.kernels.codes import RESOLVED, SERIES
 from sweep.pretrained import bert
 from sweep.pretrained import probing as probe
 
@@ -193,12 +193,13 @@ def test_projected_and_coarse_cluster_observables_equal_a_numpy_recomputation(ti
     ds = probe.probe(model, TEXT, beta=beta, cluster_eps=eps, threshold=threshold, project=k)
     hidden, _ = reference.bert_forward(raw, model.tokenizer.encode(TEXT), heads=2, eps=1e-12)
     assert ds.attrs["project"] == k
-    resolved = list(SERIES)[list(SERIES).index("n_groups"):]
+    resolved = list(RESOLVED)
     for layer, h in enumerate(hidden):
         x = reference.normalize(h)
         coarse = reference.observables(x, "softmax", beta, 1 - threshold)
         got = [float(ds[f"coarse_{name}"][layer]) for name in resolved]
-        np.testing.assert_allclose(got, coarse[-5:], rtol=1e-10, atol=1e-12)
+        want = [coarse[SERIES_INDEX[name]] for name in resolved]
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
         # centred, on the top k principal axes, renormalised
         c = x - x.mean(axis=0)
         xp = reference.normalize(c @ np.linalg.svd(c)[2][:k].T)

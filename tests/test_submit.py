@@ -13,7 +13,7 @@ import pytest
 from helpers import invoke
 from sweep.config import schema as config
 from sweep.config.grid import expand, shard
-from sweep.kernels.cache import directory as cache_directory
+from sweep.numerics.cache import directory as cache_directory
 from sweep.scheduling import scripts as submit
 from sweep.scheduling import shards
 

@@ -16,7 +16,7 @@ from sweep.config.schema import Config
 from sweep.config.yamltext import apply_overrides
 from sweep.errors import ConfigError, Interrupted, SweepWarning
 from sweep.execution.kernel import Cost, KernelPlan, cold_compile_seconds, estimate, variants
-from sweep.kernels import cache
+from sweep.numerics import cache
 from sweep.scheduling import shards
 
 if TYPE_CHECKING:

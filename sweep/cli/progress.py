@@ -114,7 +114,7 @@ def _skipped(say, then):
 def _compiling(say):
     def compiling(variants: list[str]) -> None:
         from sweep.execution.kernel import cold_compile_seconds
-        from sweep.kernels import cache
+        from sweep.numerics import cache
 
         say(f"compiling kernels {', '.join(variants)} (about "
             f"{cold_compile_seconds(variants):.0f} s, once: they are cached in "

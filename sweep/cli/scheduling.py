@@ -170,7 +170,7 @@ def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     """Compile the kernels the config's jobs call into the compile cache (before many tasks
     start at once: concurrent first compilation into one cache can crash)."""
-    from sweep.kernels import cache
+    from sweep.numerics import cache
 
     with user_errors():
         compiled = api.compile_kernels(_load_any(config, sets))

@@ -176,7 +176,7 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     counted here for one thread (a job sharing its tiles over T threads holds less than T
     one-thread jobs, which is what resources.need budgets); a symmetric one an n x n matrix
     and a few n-vectors per tile instead; every path, the cluster-resolved observables'
-    scratch (O(n d), kernels/groups.py). Stage buffers count as a step touches them (1 for
+    scratch (O(n d), observables/groups.py). Stage buffers count as a step touches them (1 for
     euler, 5 for rk4: pages never written take no memory). Checked against the peak resident
     memory a job adds (docs/performance.md). The general kernel holds per head a beta and two
     scratch numbers, and with matrices the [heads, d, d] score and value matrices twice

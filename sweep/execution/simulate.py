@@ -33,7 +33,6 @@ from sweep.execution.kernel import (
 )
 from sweep.execution.layers import params, stack
 from sweep.execution.layers.flow import as_flow
-from sweep.kernels import cache
 from sweep.kernels.blocked import integrate_blocked
 from sweep.kernels.codes import (
     METHOD_CODES,
@@ -49,6 +48,7 @@ from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
 from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.rows import integrate_rows_batch
+from sweep.numerics import cache
 
 
 class Stopped(Exception):

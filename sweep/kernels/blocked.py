@@ -1,7 +1,7 @@
 """Fast path for one large system: the two n x n x d products go to BLAS.
 
 Per velocity evaluation (x: [n, d], same case as rows.py: identity matrices, one head):
-  G = x x^T              BLAS gemm against a transposed copy (measured faster than syrk)
+  G = x x^T              BLAS gemm against a transposed copy (faster than syrk)
   W = exp(beta (G - c))  in place, exp vectorised (expfast.py); z_i = sum_j W_ij
   V = W x                BLAS gemm
   f_i = P_{x_i}(V_i / z_i)   (softmax; V_i / n unnormalized)
@@ -28,22 +28,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit_fast, jit_fma
 from sweep.kernels.codes import EULER, LAYER, TILE
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import (
-    finish_outside,
-    finish_upper,
-    link_tile,
-    outside_tile,
-    outside_upper,
-    stats_tile,
-    stats_upper,
-    summarize_forests,
-)
-from sweep.kernels.groups import groups_scratch, resolve
 from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics._jit import jit_fast, jit_fma
+from sweep.numerics.expfast import exp1
+from sweep.observables.extra import compute
+from sweep.observables.gramobs import link_tile, stats_tile, summarize_forests
+from sweep.observables.groups import groups_scratch, resolve
+from sweep.observables.tiles import (
+    finish_outside,
+    finish_upper,
+    outside_tile,
+    outside_upper,
+    stats_upper,
+)
 
 
 @jit_fast
@@ -64,7 +63,7 @@ def exp_rows(gram, beta, c, z):
 def exp_block(w, lo, hi, beta, c):
     """w[lo:hi, lo:] <- exp(beta (w - c)) in place; w: [n, n] (a float32 w is exponentiated in
     float64 and rounded back). Each row is sliced and then indexed from 0: a loop over
-    range(lo, n) of the whole row ran scalar, 7x slower."""
+    range(lo, n) of the whole row ran scalar, several times slower."""
     for i in range(lo, hi):
         row = w[i, lo:]
         for j in range(row.shape[0]):
@@ -176,6 +175,7 @@ class Blocked:
         if groups > 0:
             self.outside(x)
         resolve(x, groups, self.groups, out)
+        compute(x, out)  # the observables of x alone (observables/extra.py)
 
     def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
         """Row statistics and forests of close pairs, tile by tile (keep: ignored, no weights
@@ -212,7 +212,7 @@ class Symmetric(Blocked):
         n, tiles = x.shape[0], len(self.tiles)
         self.w = np.empty((n, n), dtype=x.dtype)
         self.u = np.empty_like(x)  # the products with the blocks above the diagonal
-        # a save's statistics, per tile (gramobs.stats_upper): any thread may take any tile
+        # a save's statistics, per tile (tiles.stats_upper): any thread may take any tile
         self.a = np.empty((tiles, n))
         self.cols, self.diag = np.empty((tiles, 4, n)), np.empty(n)
         self.part = np.empty(n)  # a save's outside sums right of the diagonal blocks
@@ -256,7 +256,7 @@ class Symmetric(Blocked):
 
     def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
         """Blocked.gather from the Gram matrix's upper tile-blocks only: each pair's entry
-        counts for its row and its column (gramobs.stats_upper, finish_upper). keep: the
+        counts for its row and its column (tiles.stats_upper, finish_upper). keep: the
         weights left in w serve the next velocity at x (the step after a save)."""
         list(self.tile_map(lambda k: self.observe_upper(k, x, eps), range(len(self.tiles))))
         self.weights_of = x if keep else None

@@ -9,8 +9,7 @@ velocity_columns, which gives the same bits: tests/test_lanes.py).
 
 
 At (32, 2), the reference workload's shape, a layer step with a save of the clustered fraction
-at every step: 1.35-1.7 us per system against rows.py's 3.1-4.0 in batches of 128
-(docs/performance.md).
+at every step costs about half of rows.py's per system in batches (docs/performance.md).
 A save that records only the order parameter and the clustered fraction (SAVE_CLOSE) counts
 the close pairs inside the next step's pair loop (its g_ij are the save's); any other save
 builds the system's Gram matrix from its lane (the same g_ij) and uses gramobs as rows.py
@@ -25,19 +24,30 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels import simd as v
-from sweep.kernels._jit import jit, jit_fma, jit_fma_inline
-from sweep.kernels.codes import LANES, LANES_MIN, NONFINITE, OK, SAVE_ALL, SAVE_CLOSE, STOPPED
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import observe_pairs, observe_weighted
-from sweep.kernels.groups import Groups, groups_scratch
+from sweep.kernels.codes import (
+    COLUMN,
+    LANES,
+    LANES_MIN,
+    NONFINITE,
+    OK,
+    SAVE_ALL,
+    SAVE_CLOSE,
+    STOPPED,
+)
 from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics import simd as v
+from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
+from sweep.numerics.expfast import exp1
+from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.observables.groups import Groups, groups_scratch
+
+ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 
 # codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches (d = 16: even).
 # codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
 # codes.LANES_MIN: fewer systems run one at a time (velocity_columns): shorter loops over
-# lanes cost more than they vectorise (16 lanes took 2x the time of 32 per system).
+# lanes cost more than they vectorise (16 lanes took longer per system than 32).
 
 
 @jit_fma
@@ -187,7 +197,7 @@ def _close_pairs(blk, s):
     n, count, alive, obs = blk.X.shape[0], blk.lanes.count, blk.alive, blk.obs
     for b in range(obs.shape[0]):
         if alive[b]:
-            obs[b, s, 3] = count[b] / (n * (n - 1)) if n > 1 else np.nan
+            obs[b, s, CLOSE] = count[b] / (n * (n - 1)) if n > 1 else np.nan
 
 
 @jit_fma_inline
@@ -243,7 +253,7 @@ def _record(blk, X, b, out):
 def _save(blk, X, obs, traj, s):
     """timeloop.save for a block: each running system recorded if finite, else ended where it
     is (NONFINITE); whether any runs on. The block's arrays are taken out of it once (Numba
-    counts a reference each time: per lane, that cost 20% of a step at (32, 2))."""
+    counts a reference each time: per lane, a sizeable share of a small system's step)."""
     t, r, xs, alive, status, recorded = blk.t, blk.r, blk.xs, blk.alive, blk.status, blk.recorded
     close = blk.level == SAVE_CLOSE  # the order parameter now, the close pairs next step
     finite_lanes(X, t)
@@ -261,7 +271,7 @@ def _save(blk, X, obs, traj, s):
         going = True
         recorded[b] = s + 1
         if close:
-            obs[b, s, 0] = r[b]
+            obs[b, s, ORDER] = r[b]
         else:
             _record(blk, X, b, obs[b, s])
         if traj.shape[1] > 0:
@@ -291,7 +301,7 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
     LANES lanes (blocks of near-equal size, each padded to a multiple of simd.WIDTH),
     each block run to the end before the next; recorded: [B] int64, the saves each system
     recorded. One compiled function for the whole loop: each level of jitted calls
-    recompiles the code under it (a block's own function cost 10 s of compile time)."""
+    recompiles the code under it (a block's own function cost seconds of compile time)."""
     B = xs.shape[0]
     blocks = -(-B // LANES) if B >= LANES_MIN else B  # too few to fill lanes: one by one
     for k in range(blocks):

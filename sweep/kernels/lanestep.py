@@ -28,10 +28,10 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels import simd as v
-from sweep.kernels._jit import jit_fma, jit_fma_inline
 from sweep.kernels.codes import LAYER
-from sweep.kernels.expfast import exp1, exp4
+from sweep.numerics import simd as v
+from sweep.numerics._jit import jit_fma, jit_fma_inline
+from sweep.numerics.expfast import exp1, exp4
 
 
 @jit_fma_inline

@@ -17,13 +17,13 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.kernels.codes import LAYER, OK, SAVE_ALL, STOPPED
-from sweep.kernels.expfast import exp1
-from sweep.kernels.gramobs import observe_pairs, observe_weighted
-from sweep.kernels.groups import Groups, groups_scratch
 from sweep.kernels.sphere import axpy, rk4_combine
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
+from sweep.numerics.expfast import exp1
+from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.observables.groups import Groups, groups_scratch
 
 FRESH_GRAM, FRESH_WEIGHTS = 1, 2  # what a save left in System.e for the next step
 
@@ -39,13 +39,12 @@ def velocity_rows(xt, beta, c, softmax, method, vt, z, e, fresh):
     of n passes of n (at n = 32 the loop overheads of short passes cost more than the
     exponentials). Full rows rather than the symmetric half: triangular loops leave scalar
     remainders that cost more than the exponentials they save (each pair once as a rectangle
-    of n/2 pairs per row, unpacked into the matrix, tied at (32, 2): the unpack's column
+    of n/2 pairs per row, unpacked into the matrix, gained nothing: the unpack's column
     stores cost what the exponentials saved; docs/performance.md). Nor without the matrix,
-    each pair (i, i + k mod n), k = 1 .. n/2, adding its weight to both tokens' sums: 1.6
-    against 2.1 us per velocity at (32, 2), but 0.9-1.5x (median 1.1x) on whole runs; 1.5-1.8x
-    slower at (32, 3), where the sums' loop (eight rows written per pair) took 3.6x the
-    instructions it takes compiled alone; and a save of every observable, whose weights
-    serve the step after it, would lose that.
+    each pair (i, i + k mod n), k = 1 .. n/2, adding its weight to both tokens' sums: a faster
+    velocity, but no faster whole runs, and slower from d = 3, where the sums' loop (eight
+    rows written per pair) compiles into far more instructions than it takes alone; and a
+    save of every observable, whose weights serve the step after it, would lose that.
     The weights are exp(beta (g_ij - c)) of the plain Gram matrix, the very numbers a save
     computes, so the step after a save starts from the save's (which does not change its
     bits).
@@ -68,8 +67,8 @@ def velocity_rows(xt, beta, c, softmax, method, vt, z, e, fresh):
 @jit_fma
 def weights_inplace(a, beta, c):
     """a <- exp(beta (a - c)) elementwise: the Gram matrix's entries into weights, in place
-    (one array: the loop vectorises as exp_inplace's does; one array in and another out ran
-    0.1-0.4 us slower at n = 32)."""
+    (one array: the loop vectorises as exp_inplace's does; one array in and another out was
+    slower)."""
     for j in range(a.shape[0]):
         a[j] = exp1(beta * (a[j] - c))
 
@@ -86,12 +85,12 @@ def weights(g, w, beta, c):
 @jit_fma
 def gram(xt, g, scale, shift):
     """g[i, j] = scale <x_i, x_j> - shift; xt: [d, n], g: [n, n]. Up to d = 4 all coordinates
-    in one pass over each row (7% of a whole step at (32, 3), 9% at (64, 3)); from d = 8, rows
-    four at a time and coordinates two at a time, so each load of x_j serves eight products
-    and each store of g two (one row and one coordinate per pass is bound by its stores: 2x
-    slower at (128, 16); at d = 3 it is the other way round; four coordinates per pass there
-    was 7-40% slower). With scale 1 every entry sums the same products in the same order, so
-    g is exactly symmetric (the observables' clusters rely on nothing more). Compiled without
+    in one pass over each row (a small share of a whole step); from d = 8, rows four at a
+    time and coordinates two at a time, so each load of x_j serves eight products and each
+    store of g two (one row and one coordinate per pass is bound by its stores; at d = 3 it is
+    the other way round, and four coordinates per pass there was slower). With scale 1 every
+    entry sums the same products in the same order, so g is exactly symmetric (the
+    observables' clusters rely on nothing more). Compiled without
     reassociation (its loops need none to vectorise): with it, the one-pass sum for d <= 4
     compiled one way fresh and another way into Numba's cache."""
     d, n = xt.shape
@@ -148,7 +147,7 @@ def _gram_rows(xt, i, scale, shift, g0, g1, g2, g3):
 def weighted_sums(w, xt, vt, z):
     """vt[:, i] = sum_j w_ij x_j and z_i = 1 / sum_j w_ij; w: [n, n], xt, vt: [d, n].
     Rows four at a time and coordinates two at a time, so each load of w_ij serves two
-    products and each of x_j four (1.4x one coordinate per pass at (128, 16)). The row sums
+    products and each of x_j four (faster than one coordinate per pass). The row sums
     pair with the last coordinate when d is odd, so no pass is spent on a coordinate twice."""
     d, n = xt.shape
     for i in range(0, n, 4):

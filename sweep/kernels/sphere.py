@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sweep.kernels._jit import jit
+from sweep.numerics._jit import jit
 
 
 @jit

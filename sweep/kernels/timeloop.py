@@ -15,16 +15,16 @@ registered jitted functions in (it is inlined into each path's integrate, so no
 specialisation is added). blocked.py, whose steps are Python calls into BLAS, runs the same
 loop as Python (`run.py_func`), where `advance` and `save` call what was registered.
 Why a save interval and not a step: a path unpacks its system once per call, and Numba
-increfs every array it takes out of a tuple; per step that cost 64-150 ns on the rows path
-at (4, 2) (+23-52%, +5% at (32, 3)) and 230 ns on the general path (+15% at (4, 2)).
+increfs every array it takes out of a tuple; per step, that is a large share of a small
+system's step on the rows path and a sizeable one on the general path.
 """
 
 from numba import types
 from numba.extending import overload
 
-from sweep.kernels._jit import jit_inline
 from sweep.kernels.codes import NONFINITE, OK, STOPPED
 from sweep.kernels.sphere import all_finite
+from sweep.numerics._jit import jit_inline
 
 _REGISTERED = {}  # system class -> (advance, save), for the Python loop
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from sweep.errors import ConfigError, StoreError
-from sweep.kernels.codes import N_GROUPS, N_OBS, SERIES
+from sweep.kernels.codes import N_OBS, RESOLVED, SERIES
 from sweep.kernels.codes import OBSERVABLES as NAMES
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.general.observables import observe
@@ -47,9 +47,9 @@ _COARSE = {"coarse_clustered_fraction": "clustered_fraction",
            "coarse_n_clusters": "n_clusters", "coarse_largest_cluster": "largest_cluster"}
 # the cluster-resolved observables at cosine_threshold too: trained tokens seldom form a group
 # at 1 - cluster_eps, so without these every one of them would read "no group"
-_COARSE.update({f"coarse_{name}": name for name in NAMES[N_GROUPS:]})
+_COARSE.update({f"coarse_{name}": name for name in RESOLVED})
 EXTRA.update({f"coarse_{name}": (f"{SERIES[name][0]}, clusters at cosine > cosine_threshold",
-                                 SERIES[name][1]) for name in NAMES[N_GROUPS:]})
+                                 SERIES[name][1]) for name in RESOLVED})
 # the names that --project K measures again on the projected tokens
 CLUSTER_NAMES = NAMES + tuple(_COARSE)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.config.schema import clip
-from sweep.kernels import cache
+from sweep.numerics import cache
 from sweep.scheduling.requests import Request, directives
 from sweep.scheduling.shards import SchedulerError
 from sweep.scheduling.survey import array_spec

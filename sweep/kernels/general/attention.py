@@ -12,10 +12,10 @@ Ruiz-Balet, arXiv 2508.09628.)
 
 import numpy as np
 
-from sweep.kernels._jit import jit
 from sweep.kernels.codes import HARDMAX, LAYER, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
 from sweep.kernels.general.masks import keep_top, partners
 from sweep.kernels.sphere import dot, project_row
+from sweep.numerics._jit import jit
 
 
 @jit
@@ -124,7 +124,7 @@ def moving(x, dyn):
 def velocity_row(x, i, keys, values, dyn, radial, out, s, cols, acc):
     """out[:] = v_i - radial <x_i, v_i> x_i: P_{x_i}(v_i) for radial = 1, v_i itself for 0
     (the layer method adds the attention output to x unprojected; a factor, not a branch,
-    which cost the general path 4% at (16, 3)). The heads are combined as a running mean, so
+    which cost the general path time). The heads are combined as a running mean, so
     h identical heads give exactly the one-head velocity (acc - out is then exactly zero)."""
     d = x.shape[1]
     out[:] = 0.0

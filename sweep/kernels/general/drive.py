@@ -6,12 +6,12 @@ so a job is one kernel call whatever its length (the loop: kernels/timeloop.py).
 
 from typing import NamedTuple
 
-from sweep.kernels._jit import jit
 from sweep.kernels.general.integrators import step
 from sweep.kernels.general.model import Dynamics
 from sweep.kernels.general.observables import observe
 from sweep.kernels.general.workspace import Work, workspace
 from sweep.kernels.timeloop import implement, run
+from sweep.numerics._jit import jit
 
 
 class System(NamedTuple):

@@ -15,7 +15,6 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit, jit_inline
 from sweep.kernels.general.attention import moving
 from sweep.kernels.general.attention import velocity as attention_velocity
 from sweep.kernels.general.model import Dynamics
@@ -23,6 +22,7 @@ from sweep.kernels.general.noise import add_noise
 from sweep.kernels.general.workspace import Work
 from sweep.kernels.sphere import axpy, normalize_rows
 from sweep.kernels.sphere import rk4_combine as combine
+from sweep.numerics._jit import jit, jit_inline
 
 
 class Sphere(NamedTuple):

@@ -7,8 +7,8 @@ then `keep_top` keeps the K largest scores once they are known.
 A row's partners are filled once per row, so the loop over j never tests the mask.
 """
 
-from sweep.kernels._jit import jit
 from sweep.kernels.codes import CAUSAL, GROUPS, LEADERS, WINDOW
+from sweep.numerics._jit import jit
 
 
 @jit

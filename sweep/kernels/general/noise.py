@@ -11,9 +11,9 @@ Flood 2014), which passes BigCrush; two uniforms per normal via Box-Muller.
 
 import numpy as np
 
-from sweep.kernels._jit import jit
 from sweep.kernels.general.attention import frozen
 from sweep.kernels.sphere import project_row
+from sweep.numerics._jit import jit
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -1,18 +1,20 @@
 """Observables of a state x: [n, d], pure functions of x (and the model, for energy/entropy).
 
-Column order of `observe`'s output is `kernels.codes.OBSERVABLES`. Pair quantities run over
-i != j; with n = 1 they are NaN (there are no pairs) and the single token is one cluster.
-x may be any [n, d] state (a layer model's too): nothing here depends on how it was reached.
+Column order of `observe`'s output is `kernels.codes.OBSERVABLES` (observables/records.py).
+Pair quantities run over i != j; with n = 1 they are NaN (there are no pairs) and the single
+token is one cluster. x may be any [n, d] state (a layer model's too): nothing here depends
+on how it was reached.
 """
 
 import numpy as np
 
-from sweep.kernels._jit import jit
-from sweep.kernels.codes import ENERGY, ENTROPY
+from sweep.kernels.codes import COLUMN
 from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
-from sweep.kernels.groups import label_clusters, resolve
 from sweep.kernels.sphere import dot
-from sweep.kernels.summary import pair_columns, union
+from sweep.numerics._jit import jit
+from sweep.observables.extra import standalone
+from sweep.observables.groups import label_clusters, resolve
+from sweep.observables.summary import pair_columns, union
 
 
 @jit
@@ -116,9 +118,9 @@ def observe(x, dyn, eps, out, work):
     Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
     s_ij = <x_i, M_h x_j>; entropy: the mean over heads and rows of the Shannon entropy of
     the model's (row-normalised, masked) attention weights; the resolved columns as
-    groups.py, inter_attention with these weights. The clusters are known only after every
-    pair: the first pass takes each token as alone (the weight off itself), and a second
-    pass over the tokens in groups, if any, replaces theirs.
+    groups.py, inter_attention with these weights; those of x alone as extra.py. The
+    clusters are known only after every pair: the first pass takes each token as alone (the
+    weight off itself), and a second pass over the tokens in groups, if any, replaces theirs.
     """
     n = x.shape[0]
     keys = head_inputs(x, dyn.qk, dyn.identity, work.keys)
@@ -140,9 +142,10 @@ def observe(x, dyn, eps, out, work):
                 close += 1
                 union(parent, i, j)
     pair_columns(x, cos_sum, cos_min, close, parent, work.size, out)
-    out[ENERGY], out[ENTROPY] = head_mean(sums, dyn.betas, n)
+    out[COLUMN.energy], out[COLUMN.attention_entropy] = head_mean(sums, dyn.betas, n)
     groups = label_clusters(parent, grp)
     for i in range(n if groups > 0 else 0):
         if grp.gid[i] >= 0:
             grp.outside[i] = outside_row(x, i, keys, dyn, work)
     resolve(x, groups, grp, out)
+    standalone(x, out)

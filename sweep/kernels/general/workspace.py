@@ -16,8 +16,8 @@ from typing import NamedTuple
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels._jit import jit
-from sweep.kernels.groups import Groups, groups_scratch
+from sweep.numerics._jit import jit
+from sweep.observables.groups import Groups, groups_scratch
 
 
 class Work(NamedTuple):

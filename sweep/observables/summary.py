@@ -3,7 +3,8 @@ forest) and the observables' first columns (kernels.codes.OBSERVABLES) from thos
 
 import numpy as np
 
-from sweep.kernels._jit import jit
+from sweep.numerics._jit import jit
+from sweep.observables.records import COLUMN
 
 
 @jit
@@ -52,13 +53,13 @@ def order_parameter(x):
 
 @jit
 def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
-    """out[0:6] from the pair sums over i != j and the union-find forest of close pairs;
-    size: [n] int scratch."""
+    """The order parameter, cosine, close-pair and cluster columns of out from the pair sums
+    over i != j and the union-find forest of close pairs; size: [n] int scratch."""
     n = x.shape[0]
     pairs = n * (n - 1)
-    out[0] = order_parameter(x)
-    out[1] = cos_sum / pairs if pairs > 0 else np.nan
-    out[2] = cos_min if pairs > 0 else np.nan
-    out[3] = close / pairs if pairs > 0 else np.nan
-    out[4], out[5] = components(parent, size)
-    out[5] /= n
+    out[COLUMN.order_parameter] = order_parameter(x)
+    out[COLUMN.mean_cosine] = cos_sum / pairs if pairs > 0 else np.nan
+    out[COLUMN.min_cosine] = cos_min if pairs > 0 else np.nan
+    out[COLUMN.clustered_fraction] = close / pairs if pairs > 0 else np.nan
+    count, largest = components(parent, size)
+    out[COLUMN.n_clusters], out[COLUMN.largest_cluster] = count, largest / n

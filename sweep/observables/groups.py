@@ -19,16 +19,16 @@ the cost is O(n d + G^2 d + n G d):
                       tokens outside i's cluster (a path's weights: the path fills outside)
 overlap_gap and silhouette are NaN with fewer than 2 groups. Each is its own function, so a
 save can leave any of them out; they are inlined into resolve, since a call passing the
-Groups tuple counts a reference to each of its arrays up and down (measurable at n = 32).
+Groups tuple counts a reference to each of its arrays up and down (which shows at small n).
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels._jit import jit, jit_inline
-from sweep.kernels.codes import INTER_ATTENTION, N_GROUPS, OVERLAP_GAP, SILHOUETTE, SINGLETONS
-from sweep.kernels.summary import find
+from sweep.numerics._jit import jit, jit_inline
+from sweep.observables.records import COLUMN
+from sweep.observables.summary import find
 
 
 class Groups(NamedTuple):
@@ -187,17 +187,17 @@ def silhouette(x, groups, grp):
 
 @jit
 def resolve(x, groups, grp, out):
-    """out[N_GROUPS:] from the labelled clusters (label_clusters) and grp.outside."""
+    """out's resolved columns from the labelled clusters (label_clusters) and grp.outside."""
     n = x.shape[0]
     alone = 0
     for i in range(n):
         alone += grp.gid[i] < 0
-    out[N_GROUPS] = groups
-    out[SINGLETONS] = alone / n
+    out[COLUMN.n_groups] = groups
+    out[COLUMN.singleton_fraction] = alone / n
     group_sums(x, groups, grp)
-    out[OVERLAP_GAP] = overlap_gap(groups, grp)
-    out[SILHOUETTE] = silhouette(x, groups, grp)
+    out[COLUMN.overlap_gap] = overlap_gap(groups, grp)
+    out[COLUMN.silhouette] = silhouette(x, groups, grp)
     inter = 0.0
     for i in range(n):
         inter += grp.outside[i]
-    out[INTER_ATTENTION] = inter / n
+    out[COLUMN.inter_attention] = inter / n

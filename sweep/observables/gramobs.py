@@ -5,30 +5,41 @@ Three ways in, one set of per-row sums out (rows: [n, 6], then finish):
   blocked.Blocked never holds G whole: it passes row tiles of it (stats_tile, link_tile), so
     every per-row and per-pair quantity is a function of one row of G at a time;
   blocked.Symmetric passes the tile-blocks on and right of the diagonal, each pair once,
-    counted for its row and its column (stats_upper, finish_upper).
+    counted for its row and its column (tiles.py: stats_upper, finish_upper).
 Every sum has a fixed order, so the numbers do not depend on how tiles go to threads.
 
-Same columns and definitions as observables.observe, rearranged so no pass needs a scalar
-libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row maximum on the
-sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
+Same columns and definitions as kernels.general.observables.observe, rearranged so no pass
+needs a scalar libm call: with w_ij = exp(beta (g_ij - c)) (c = 1 for softmax, whose row
+maximum on the sphere is g_ii = 1, and c = 0 for unnormalized attention) and z_i = sum_j w_ij,
   energy  E_beta = exp(beta c) sum_ij w_ij / (2 beta n^2)     (sum_ij g_ij / (2 n^2) at beta = 0)
   entropy H_i = -sum_j p_ij log p_ij = log z_i - beta sum_j w_ij (g_ij - c) / z_i,  p = w / z.
 The resolved columns are groups.py's; the share of row i's weight outside its cluster is
 1 - w_ii / z_i while i is alone, so a save without groups needs no more than the sums above,
-and with groups one more pass over the weights (outside_columns, outside_tile,
+and with groups one more pass over the weights (outside_columns; tiles.py: outside_tile,
 outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation however small).
 """
 
 import numpy as np
 
-from sweep.kernels._jit import jit_fast, jit_fma
-from sweep.kernels.codes import SAVE_CLOSE, SAVE_PAIRS
-from sweep.kernels.expfast import exp1
-from sweep.kernels.groups import label_clusters, resolve
-from sweep.kernels.summary import find, order_parameter, pair_columns, union
+from sweep.numerics._jit import jit_fast, jit_fma
+from sweep.numerics.expfast import exp1
+from sweep.observables.extra import standalone
+from sweep.observables.groups import label_clusters, resolve
+from sweep.observables.records import (
+    COLUMN,
+    SAVE_ALL,
+    SAVE_CLOSE,
+    SAVE_COUNTS,
+    SAVE_PAIRS,
+    columns_at,
+)
+from sweep.observables.summary import find, order_parameter, pair_columns, union
 
 # columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
 ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
+# the observables' columns by the least save level that computes them (observe_pairs: NaN
+# in those a save leaves out)
+COUNTS, PAIRS, ALL = columns_at(SAVE_COUNTS), columns_at(SAVE_PAIRS), columns_at(SAVE_ALL)
 
 
 @jit_fast
@@ -105,7 +116,8 @@ def merge_forests(forests):
 
 @jit_fast
 def finish(x, rows, close, parent, beta, c, out):
-    """Fill out[:8] (OBSERVABLES order) from the per-row sums and the union-find forest."""
+    """out's pair columns (summary.pair_columns), energy and attention_entropy from the
+    per-row sums and the union-find forest."""
     n = x.shape[0]
     e_sum, h_sum, cos_sum, cos_min = 0.0, 0.0, 0.0, np.inf
     for i in range(n):
@@ -114,9 +126,9 @@ def finish(x, rows, close, parent, beta, c, out):
         cos_sum += rows[i, ROW_COS]
         cos_min = min(cos_min, rows[i, ROW_MIN])
     pair_columns(x, cos_sum, cos_min, close, parent, np.empty(n, dtype=np.int64), out)
-    out[6] = (np.exp(beta * c) * e_sum / (2.0 * n * n * beta) if beta > 0.0
-              else e_sum / (2.0 * n * n))
-    out[7] = h_sum / n
+    out[COLUMN.energy] = (np.exp(beta * c) * e_sum / (2.0 * n * n * beta) if beta > 0.0
+                          else e_sum / (2.0 * n * n))
+    out[COLUMN.attention_entropy] = h_sum / n
 
 
 @jit_fast
@@ -129,7 +141,7 @@ def stats_tile(tile, lo, beta, c, a, rows):
 
 @jit_fast
 def summarize_forests(x, rows, close, forests, beta, c, out, grp):
-    """out[:8] from per-row statistics and forests of close pairs built tile by tile
+    """finish's columns from per-row statistics and forests of close pairs built tile by tile
     (blocked.py): close, the number of ordered close pairs; forests: [k, n] int64. Then
     forests[0] holds the clusters: returns their groups, as label_alone."""
     merge_forests(forests)
@@ -157,21 +169,25 @@ def observe_weighted(x, gram, w, beta, c, eps, out, rows, acc, parent, grp):
     if groups > 0:
         outside_columns(w, grp.label, acc[0], rows, grp.outside)
     resolve(x, groups, grp, out)
+    standalone(x, out)
 
 
 @jit_fast
 def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
-    """out[:6] (order parameter, cosines, clusters: what gram = x x^T alone gives) exactly as
-    observe_weighted computes them, the other columns NaN: no weights, no groups, for a save
+    """The columns of SAVE_PAIRS and below (order parameter, cosines, clusters: what
+    gram = x x^T alone gives) exactly as observe_weighted computes them, the other columns
+    NaN: no weights, no groups, for a save
     that records only those (rows.py). level (codes.save_level): SAVE_PAIRS all six;
     SAVE_COUNTS without the cluster count and size (NaN), so the close pairs are only
     counted, not linked; SAVE_CLOSE without the cosines either. Scratch as
     observe_weighted's."""
     n = x.shape[0]
     if level == SAVE_CLOSE:
-        out[0] = order_parameter(x)
-        out[3] = count_close_pairs(gram, eps) / (n * (n - 1)) if n > 1 else np.nan
-        out[1:3] = np.nan
+        out[COLUMN.order_parameter] = order_parameter(x)
+        out[COLUMN.clustered_fraction] = (count_close_pairs(gram, eps) / (n * (n - 1))
+                                          if n > 1 else np.nan)
+        for k in COUNTS:
+            out[k] = np.nan
     else:
         column_sums(gram, gram, 0.0, 0.0, acc, rows)  # its cosine columns do not read w
         if level == SAVE_PAIRS:
@@ -182,8 +198,10 @@ def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
                 parent[i] = i
         finish(x, rows, close, parent, 0.0, 0.0, out)
     if level != SAVE_PAIRS:
-        out[4:6] = np.nan
-    out[6:] = np.nan
+        for k in PAIRS:
+            out[k] = np.nan
+    for k in ALL:
+        out[k] = np.nan
 
 
 @jit_fast
@@ -216,22 +234,11 @@ def outside_columns(w, label, o, rows, outside):
 
 
 @jit_fma
-def outside_tile(tile, lo, label, a, rows, outside):
-    """outside[i] = sum_{j: label_j != label_i} w_ij / z_i for the rows i = lo + r of a tile of
-    weights, tile: [rows, n] (blocked.Blocked); a: [n] float64 scratch."""
-    for r in range(tile.shape[0]):
-        w, li = tile[r], label[lo + r]
-        for j in range(w.shape[0]):
-            a[j] = w[j] * (label[j] != li)
-        outside[lo + r] = tail_sum(a, 0) / rows[lo + r, ROW_Z]
-
-
-@jit_fma
 def column_sums(g, w, beta, c, acc, rows):
     """rows[i] = row_sums of row i for every i, run down the columns of the symmetric g and w
     (row j adds its entries to every row's sums at once): the loops run over i and vectorise
     without reassociation, and each row's sum still adds its terms in the order j = 0, 1, ...
-    (2.2-2.9x faster than row_sums row by row at n = 32-200). acc: [4, n] scratch."""
+    (several times faster than row_sums row by row at small n). acc: [4, n] scratch."""
     n = g.shape[0]
     z, t, s, mn = acc[0], acc[1], acc[2], acc[3]
     z[:] = 0.0
@@ -250,142 +257,3 @@ def column_sums(g, w, beta, c, acc, rows):
             mn[i] = min(mn[i], gj[i])
     for i in range(n):
         put_row(rows, i, beta, z[i], t[i], s[i], s[i] - g[i, i], mn[i], w[i, i])
-
-
-@jit_fma
-def stats_upper(w, lo, hi, beta, c, eps, a, rows, cols, diag, parent):
-    """One row tile's share of the row statistics, from the Gram matrix's blocks on and right
-    of the diagonal only (blocked.Symmetric's upper half): w[lo:hi, lo:] holds g_ij for the rows
-    i of the tile and the columns j >= lo. Each pair i != j is stored once and counts for both
-    its row and its column:
-      rows[i] = (z, t, cos, min) of row i over the blocks right of the diagonal (j >= hi),
-      cols[:, j] = the same four down column j (j >= lo) over the tile's rows, i = j left out
-                   of cos and min,
-    with z = sum w, t = sum w (g - c), cos = sum g, w = exp(beta (g - c)); diag[i] = g_ii.
-    finish_upper adds them up. Links the pairs i < j with g_ij > 1 - eps into the forest parent
-    and returns their number, counted as ordered pairs. Leaves the weights w in place of g (to
-    the bit as blocked.exp_block computes them), for outside_upper and for the step after a
-    save, which then skips its own Gram products and exponentials; rows[i, ROW_SELF] = w_ii.
-    a: [n] float64 scratch. Contraction only: the sums have a fixed order, and those down
-    columns vectorise without reassociation."""
-    cols[0, lo:] = 0.0
-    cols[1, lo:] = 0.0
-    cols[2, lo:] = 0.0
-    cols[3, lo:] = np.inf
-    cz, ct, cs, cm = cols[0, lo:], cols[1, lo:], cols[2, lo:], cols[3, lo:]
-    close, right = 0, hi - lo
-    for i in range(lo, hi):
-        g, r = w[i, lo:], i - lo
-        m = g.shape[0]
-        for j in range(m):
-            a[j] = exp1(beta * (g[j] - c))
-        for j in range(m):  # one accumulator per loop: fewer alias checks, all vectorise
-            cz[j] += a[j]
-        for j in range(m):
-            ct[j] += a[j] * (g[j] - c)
-        for j in range(r):
-            cs[j] += g[j]
-        for j in range(r + 1, m):
-            cs[j] += g[j]
-        for j in range(r):
-            cm[j] = min(cm[j], g[j])
-        for j in range(r + 1, m):
-            cm[j] = min(cm[j], g[j])
-        rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3] = row_tail(g, a, c, right)
-        diag[i], rows[i, ROW_SELF] = g[r], a[r]
-        for j in range(r + 1, m):
-            if g[j] > 1.0 - eps:
-                close += 2
-                union(parent, i, lo + j)
-        for j in range(m):
-            g[j] = a[j]
-    return close
-
-
-@jit_fma
-def row_tail(g, a, c, start):
-    """(sum a, sum a (g - c), sum g, min g) over j >= start, in four interleaved partial sums
-    per quantity (a fixed order: scalar adds, but four chains in flight, 1.8x one chain)."""
-    m = g.shape[0]
-    z0 = z1 = z2 = z3 = t0 = t1 = t2 = t3 = s0 = s1 = s2 = s3 = 0.0
-    m0 = m1 = m2 = m3 = np.inf
-    j = start
-    while j + 4 <= m:
-        z0, z1, z2, z3 = z0 + a[j], z1 + a[j + 1], z2 + a[j + 2], z3 + a[j + 3]
-        t0 += a[j] * (g[j] - c)
-        t1 += a[j + 1] * (g[j + 1] - c)
-        t2 += a[j + 2] * (g[j + 2] - c)
-        t3 += a[j + 3] * (g[j + 3] - c)
-        s0, s1, s2, s3 = s0 + g[j], s1 + g[j + 1], s2 + g[j + 2], s3 + g[j + 3]
-        m0, m1 = min(m0, g[j]), min(m1, g[j + 1])
-        m2, m3 = min(m2, g[j + 2]), min(m3, g[j + 3])
-        j += 4
-    z, t, s = (z0 + z1) + (z2 + z3), (t0 + t1) + (t2 + t3), (s0 + s1) + (s2 + s3)
-    mn = min(min(m0, m1), min(m2, m3))
-    for k in range(j, m):
-        z += a[k]
-        t += a[k] * (g[k] - c)
-        s += g[k]
-        mn = min(mn, g[k])
-    return z, t, s, mn
-
-
-@jit_fma
-def finish_upper(diag, tile, cols, beta, c, rows):
-    """rows[i] <- (ROW_E, ROW_H, ROW_COS, ROW_MIN) of every row, as row_sums gives them, from
-    stats_upper's parts: row i's own blocks right of the diagonal, then its column in tiles
-    0, 1, ... up to its own (in that order, so the numbers do not depend on the threads).
-    diag: [n] the Gram matrix's diagonal; tile: rows per tile; cols: [tiles, 4, n]."""
-    for i in range(rows.shape[0]):
-        z, t, s, mn = rows[i, 0], rows[i, 1], rows[i, 2], rows[i, 3]
-        for k in range(i // tile + 1):
-            z += cols[k, 0, i]
-            t += cols[k, 1, i]
-            s += cols[k, 2, i]
-            mn = min(mn, cols[k, 3, i])
-        put_row(rows, i, beta, z, t, s + diag[i], s, mn, rows[i, ROW_SELF])
-
-
-@jit_fma
-def tail_sum(a, start):
-    """sum_{j >= start} a_j in four interleaved partial sums (a fixed order, as row_tail)."""
-    m = a.shape[0]
-    s0 = s1 = s2 = s3 = 0.0
-    j = start
-    while j + 4 <= m:
-        s0, s1, s2, s3 = s0 + a[j], s1 + a[j + 1], s2 + a[j + 2], s3 + a[j + 3]
-        j += 4
-    s = (s0 + s1) + (s2 + s3)
-    for k in range(j, m):
-        s += a[k]
-    return s
-
-
-@jit_fma
-def outside_upper(w, lo, hi, label, a, part, col):
-    """One row tile's share of the weight outside each row's cluster, from the weights that
-    stats_upper left in the blocks on and right of the diagonal, w[lo:hi, lo:]: part[i] =
-    sum over j >= hi of row i (i in the tile), col[j] = the sum down column j >= lo over the
-    tile's rows, each term w_ij with label_j != label_i. finish_outside adds them up, as
-    finish_upper. a: [n] float64 scratch."""
-    col[lo:] = 0.0
-    co, lab, right = col[lo:], label[lo:], hi - lo
-    for i in range(lo, hi):
-        g, li = w[i, lo:], label[i]
-        for j in range(g.shape[0]):
-            a[j] = g[j] * (lab[j] != li)
-        for j in range(g.shape[0]):
-            co[j] += a[j]
-        part[i] = tail_sum(a[:g.shape[0]], right)
-
-
-@jit_fma
-def finish_outside(tile, cols, part, rows, outside):
-    """outside[i] = (part[i] + col[i] of tiles 0, 1, ... up to i's own) / z_i, in that order;
-    cols: [tiles, 4, n], whose cols[k, 0] is outside_upper's col of tile k (passed whole: a
-    view of one slice is contiguous or not by the number of tiles, two Numba types)."""
-    for i in range(rows.shape[0]):
-        o = part[i]
-        for k in range(i // tile + 1):
-            o += cols[k, 0, i]
-        outside[i] = o / rows[i, ROW_Z]

@@ -1,22 +1,21 @@
 """exp written so LLVM vectorises it inside any loop that calls it.
 
 llvmlite's PyPI build ships without SVML, so `np.exp` inside a Numba loop stays a scalar libm
-call (~20 ns). Here exp(a) = 2^k exp(r), k = round(a / ln 2), r = a - k ln 2 (Cody-Waite split
+call. Here exp(a) = 2^k exp(r), k = round(a / ln 2), r = a - k ln 2 (Cody-Waite split
 of ln 2), exp(r) by its degree-13 Taylor polynomial (|r| <= ln2 / 2: truncation < 1e-17), and
 the factor 2^k added straight into the exponent bits. The polynomial is two Horner chains of
 seven terms, 1 .. r^6 / 6! and r^7 / 7! .. r^13 / 13!, joined by one multiply-add with r^7:
-half the dependent steps of a single chain, 1.5x the rate in a loop (1.75 -> 1.13 us per 1,024
-at n = 32), the low chain still the one that rounds the result. The bits are reinterpreted
-by an LLVM bitcast (`_bits`, `_real`), a no-op that vectorises, so `exp1` is branch-free
-straight-line code: a loop `a[j] = exp1(...)` runs 8 doubles per AVX-512 instruction with
-nothing stored in between (an earlier version needed a second pass through an int64 view of a
-scratch buffer).
+half the dependent steps of a single chain, so a higher rate in a loop, the low chain still
+the one that rounds the result. The bits are reinterpreted by an LLVM bitcast (`_bits`,
+`_real`), a no-op that vectorises, so `exp1` is branch-free straight-line code: a loop
+`a[j] = exp1(...)` runs 8 doubles per AVX-512 instruction with nothing stored in between (an
+earlier version needed a second pass through an int64 view of a scratch buffer).
 Accuracy: at most 1 ulp (mean 0.25 ulp) over [-700, 700], checked against np.exp to 2 ulp in
 tests/test_fast.py.
 
 Compiled without fastmath: the rounding trick (y * log2 e + ROUND) - ROUND is exactly what
 reassociation would delete. Only contraction into fused multiply-adds is allowed: it halves the
-polynomial's instructions (1.5-2x the rate) and rounds once where a multiply and an add round
+polynomial's instructions (a higher rate) and rounds once where a multiply and an add round
 twice. LLVM inlines exp1 into its callers keeping these flags on its own instructions, so it
 stays exact inside the reassociating loops of rows.py and blocked.py.
 """
@@ -25,8 +24,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from sweep.kernels import simd as v
-from sweep.kernels._jit import jit_fma
+from sweep.numerics import simd as v
+from sweep.numerics._jit import jit_fma
 
 LOG2E = 1.4426950408889634
 LN2_HI = 6.93147180369123816490e-01  # ln 2 with its low bits zeroed, so k * LN2_HI is exact

@@ -31,7 +31,7 @@ jit_fma = numba.njit(**dict(OPTIONS, fastmath={"contract"}))
 # (an ordinary call passes each array with an atomic reference count up and down, which for a
 # few dozen flops costs more than the flops: groups.against_groups at n = 32), and for
 # kernels/timeloop.run, so each path's integrate gets its own copy of the loop as if written
-# there (a separately compiled loop cost the general path ~5% at (16, 3)).
+# there (a separately compiled loop cost the general path time).
 jit_inline = numba.njit(**OPTIONS, inline="always")
 
 # The same for a fast path's own helpers that run once per save (rows._advance, _record):
@@ -40,3 +40,9 @@ jit_fast_inline = numba.njit(**FAST_OPTIONS, inline="always")
 
 # The same for lanes.py's per-pair helpers, compiled as their callers (fused multiply-adds only).
 jit_fma_inline = numba.njit(**dict(OPTIONS, fastmath={"contract"}), inline="always")
+
+# For the closures observables/extra.py assembles at import (one per observable of x alone):
+# compiled into the cached function that calls them, never cached themselves (a closure's
+# cells are no part of its file), and not inlined, so each observable's own kernel keeps its
+# own options whatever its caller's fastmath.
+jit_link = numba.njit(**dict(OPTIONS, cache=False))

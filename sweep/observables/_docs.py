@@ -1,0 +1,49 @@
+"""The table of results variables in docs/results.md, generated from the records:
+`python -m sweep.observables._docs` (`make docs`) rewrites it between its marker comments;
+tests/test_records.py checks that the page holds what this writes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from sweep.observables.records import RECORDS, SCALAR_RECORDS, Variable
+
+PAGE = Path(__file__).parents[2] / "docs" / "results.md"
+BEGIN = "<!-- variables: generated from sweep/observables/records.py -->"
+END = "<!-- /variables -->"
+POSITIONS = ("| `positions` | axes, [time], token, component | when `output.positions` asks and "
+             "n, d are not swept |")
+
+
+def rows(records: tuple[Variable, ...], over: str) -> list[str]:
+    """One row per meaning: records that share it (mean and min cosine) share a row."""
+    out, names = [], {}
+    for r in records:
+        names.setdefault(r.meaning, []).append(f"`{r.name}`")
+    for meaning, listed in names.items():
+        out.append(f"| {', '.join(listed)} | {over} | {meaning} |")
+    return out
+
+
+def table() -> str:
+    """The table, marker comments included."""
+    lines = [BEGIN, "| variable | over | meaning |", "|---|---|---|"]
+    lines += rows(RECORDS, "axes, time") + rows(SCALAR_RECORDS, "axes") + [POSITIONS, END]
+    return "\n".join(lines)
+
+
+def page(text: str) -> str:
+    """text (docs/results.md) with the table between the markers replaced by table()."""
+    head, begin, rest = text.partition(BEGIN)
+    _, end, tail = rest.partition(END)
+    if not begin or not end:
+        raise ValueError(f"{PAGE.name}: no {BEGIN} ... {END} markers")
+    return head + table() + tail
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else PAGE
+    target.write_text(page(target.read_text()))
+    print(f"wrote {target}")
