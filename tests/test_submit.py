@@ -110,6 +110,24 @@ def test_submit_writes_and_submits_the_array_then_the_merge(cfg_path, tmp_path, 
     assert refused.exit_code == 2 and "invalid partition" in refused.output
 
 
+def test_a_merge_job_refused_after_its_array_says_how_to_finish(cfg_path, tmp_path,
+                                                                monkeypatch):
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls"
+    bin_dir.mkdir()
+    (bin_dir / "sbatch").write_text(
+        f'#!/bin/bash\necho x >> {calls}\nif [ $(wc -l < {calls}) -gt 1 ]; then\n'
+        '  echo "sbatch: error: QOSMaxSubmitJobPerUserLimit" >&2; exit 1\nfi\necho 101\n')
+    (bin_dir / "sbatch").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(tmp_path)
+    result = invoke("submit", cfg_path, "--shards", 2)
+    merge = tmp_path / "results" / "small.jobs" / "merge.sbatch"
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert "QOSMaxSubmitJobPerUserLimit" in result.output
+    assert f"array job 101 is submitted; cancel it or submit {merge} yourself" in \
+        result.output.replace("\n", "")
+
+
 def test_submit_without_a_scheduler_says_so(cfg_path, tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     result = invoke("submit", cfg_path, "--shards", 2)

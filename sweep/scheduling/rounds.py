@@ -25,9 +25,8 @@ from sweep.scheduling.scripts import (
     compile_kernels,
     job_name,
     script,
-    send,
+    send_pair,
 )
-from sweep.scheduling.shards import SchedulerError
 
 
 def refine_options(refine: dict) -> list[str]:
@@ -76,12 +75,8 @@ def submit_round(plan: Plan, round_: int, texts: dict, config_hash: str) -> tupl
         path.write_text(text)
         path.chmod(0o755)
     array, driver = texts
-    array_id = send(s, array)
-    try:
-        driver_id = send(s, driver, *(d.format(id=array_id) for d in s.depend))
-    except SchedulerError as err:
-        raise SchedulerError(f"{err} (round {round_}'s array job {array_id} is submitted; "
-                             f"submit {driver} yourself once it has finished)") from None
+    array_id, driver_id = send_pair(s, array, driver, f"round {round_}'s array job {{id}} is "
+                                    f"submitted; submit {driver} yourself once it has finished")
     record = {"scheduler": s.name, "round": round_, "shards": plan.shards,
               "array_job": array_id, "driver_job": driver_id, "config_hash": config_hash,
               "submitted": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}

@@ -296,6 +296,17 @@ def _need(scheduler: Scheduler) -> None:
                              "installed here? (--dry-run prints the scripts without submitting)")
 
 
+
+def send_pair(s, array: Path, then: Path, recover: str) -> tuple[str, str]:
+    """Submit `array`, then `then` waiting for it to succeed: their ids. If the second is
+    refused, SchedulerError with `recover` (how to finish by hand; {id}: the array's id)."""
+    array_id = send(s, array)
+    try:
+        return array_id, send(s, then, *(d.format(id=array_id) for d in s.depend))
+    except SchedulerError as err:
+        raise SchedulerError(f"{err} ({recover.replace('{id}', array_id)})") from None
+
+
 def send(scheduler: Scheduler, script: Path, *options: str) -> str:
     """Submit one script; its job id as the scheduler's dependency options want it."""
     argv = [*scheduler.submit, *options] + ([] if scheduler.stdin else [str(script)])
@@ -317,12 +328,8 @@ def submit(plan: Plan, config_hash: str) -> tuple[str, str]:
     _need(s)
     compile_kernels(plan)
     array, merge = write_scripts(plan)
-    array_id = send(s, array)
-    try:
-        merge_id = send(s, merge, *(d.format(id=array_id) for d in s.depend))
-    except SchedulerError as err:
-        raise SchedulerError(f"{err} (array job {array_id} is submitted; cancel it or "
-                             f"submit {merge} yourself)") from None
+    array_id, merge_id = send_pair(s, array, merge, "array job {id} is submitted; cancel it "
+                                   f"or submit {merge} yourself")
     record = {"scheduler": s.name, "shards": plan.shards, "array_job": array_id,
               "merge_job": merge_id, "job_name": job_name(plan.name),
               "config_hash": config_hash,
