@@ -46,13 +46,9 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     axes ("x", "y") drawn on a log scale whatever their spacing (d = 2, 3, 8, 32).
     """
     path = _checked(path, ds, threshold, theory, refined)
-    for which in log:
-        ds = force_log(ds, x if which == "x" else y, f"--log-{which}")
+    ds = _logged(ds, {"x": x, "y": y}, log)
     axes = [x] if y is None else [x, y]
-    da = results.variable(ds, var)
-    if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
-        raise ConfigError(f"--y {y}: runs along the same dimension as --x {x}; a heatmap "
-                          "needs two different axes")
+    _distinct(results.variable(ds, var), x, y)
     fr = results.frame(ds, var, axes, time, selection)
     if y is None:
         series = series or _leftover(fr.centre, axes, first=True)
@@ -84,6 +80,19 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
         _colour_bar(fig, mesh, grid[0], norm, labels.var_label(ds, var, when))
     _save(fig, grid[0], shown, path, numbers_path)
     return path
+
+
+def _logged(ds, named: dict, log: tuple[str, ...]):
+    """ds with the axes named by `log` ("x", "y") put on a log scale (force_log)."""
+    for which in log:
+        ds = force_log(ds, named[which], f"--log-{which}")
+    return ds
+
+
+def _distinct(da, x: str, y: str | None) -> None:
+    if y is not None and results.axis_dim(da, x) == results.axis_dim(da, y):
+        raise ConfigError(f"--y {y}: runs along the same dimension as --x {x}; a heatmap "
+                          "needs two different axes")
 
 
 def _checked(path, ds, threshold, theory, refined=None) -> Path:
