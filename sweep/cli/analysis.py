@@ -67,6 +67,8 @@ TimeOpt = Annotated[str | None, typer.Option(
 Direction = choices("Direction", DIRECTIONS)
 FileOut = Annotated[Path | None, typer.Option("-o", "--output", metavar="FILE.nc",
                                               help="netCDF file to write.", readable=False)]
+AlongOpt = Annotated[str, typer.Option(
+    "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
 
 
 @app.command("threshold")
@@ -355,9 +357,7 @@ def theory_long_context(
 @app.command("monotone")
 def monotone_cmd(
         results: ResultsArg, var: VarOpt,
-        along: Annotated[str, typer.Option(
-            "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
-        = "time",
+        along: AlongOpt = "time",
         output: FileOut = None):
     """Per grid point: intervals where VAR fell (relative 1e-9), worst fall, first fall;
     the fall from the running peak and the escape depth (a fall of more than 0.1)."""

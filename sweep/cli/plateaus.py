@@ -10,15 +10,13 @@ from rich.table import Table
 
 from sweep import api
 from sweep.cli import _summary, app, out, user_errors
-from sweep.cli.analysis import FileOut, ResultsArg, VarOpt
+from sweep.cli.analysis import AlongOpt, FileOut, ResultsArg, VarOpt
 
 
 @app.command("plateaus")
 def plateaus_cmd(
         results: ResultsArg, var: VarOpt,
-        along: Annotated[str, typer.Option(
-            "--along", help="Axis to follow: time, or layer in a sweep probe dataset.")]
-        = "time",
+        along: AlongOpt = "time",
         tol: Annotated[float, typer.Option(
             "--tol", help="Flat where the relative change per unit of the axis is at most "
                           "this.", min=0.0)] = 1e-3,

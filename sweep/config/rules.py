@@ -21,20 +21,12 @@ def check_job(model: Model, init: Init, integ: Integrate, where: str = "") -> No
         raise ConfigError(f"init.overlap: an equiangular start with overlap > 0 needs "
                           f"n + 1 <= d, got n={model.n}, d={model.d}{at}")
     check_zoo(model, init, integ, at)
-    stride = integ.save_every / integ.dt
-    if not stride < 2**53:
-        raise ConfigError(f"integrate.dt: {integ.dt} makes {stride:g} steps per save, more "
-                          f"than 2^53{at}")
-    if abs(stride - round(stride)) > 1e-9 * stride or round(stride) < 1:
-        raise ConfigError(f"integrate.save_every: must be a whole multiple of dt "
-                          f"({integ.save_every} / {integ.dt} = {stride:g}){at}")
-    saves = integ.t_max / integ.save_every
-    if not saves < 2**53:
-        raise ConfigError(f"integrate.t_max: {integ.t_max} makes {saves:g} saves, more than "
-                          f"2^53{at}")
-    if abs(saves - round(saves)) > 1e-9 * saves or round(saves) < 1:
-        raise ConfigError(f"integrate.t_max: must be a whole multiple of save_every "
-                          f"({integ.t_max} / {integ.save_every} = {saves:g}){at}")
+    _whole(integ.save_every, integ.dt, f"integrate.dt: {integ.dt} makes {{:g}} steps per "
+           "save, more than 2^53", "integrate.save_every: must be a whole multiple of dt "
+           f"({integ.save_every} / {integ.dt} = {{:g}})", at)
+    _whole(integ.t_max, integ.save_every, f"integrate.t_max: {integ.t_max} makes {{:g}} "
+           "saves, more than 2^53", "integrate.t_max: must be a whole multiple of save_every "
+           f"({integ.t_max} / {integ.save_every} = {{:g}})", at)
 
 
 def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
@@ -71,3 +63,13 @@ def check_redraw(model: Model, integ: Integrate, at: str) -> None:
         raise ConfigError(f"model.redraw_every: must be a whole multiple of "
                           f"integrate.save_every ({model.redraw_every} / {integ.save_every} "
                           f"= {per:g}){at}")
+
+
+def _whole(span: float, step: float, too_many: str, not_whole: str, at: str) -> None:
+    """span / step must be a whole number >= 1 below 2^53; ConfigError with the message
+    (its {:g}: the ratio) that says which rule failed."""
+    ratio = span / step
+    if not ratio < 2**53:
+        raise ConfigError(too_many.format(ratio) + at)
+    if abs(ratio - round(ratio)) > 1e-9 * ratio or round(ratio) < 1:
+        raise ConfigError(not_whole.format(ratio) + at)

@@ -43,8 +43,9 @@ INDEX = "index.cache"
 HEADERS = {"meta": ("U", [()]), "ids": ("U", [(None,)]), "status": ("iu", [(None,)]),
            "wall_seconds": ("f", [(None,)]), "observables": ("f", [(None,) * 3]),
            "positions": ("f", [(None,) * 3, (None,) * 4]), "checksum": ("u", [()])}
+# (zipfile raises NotImplementedError for a damaged header's flag bits, e.g. bit 5)
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
-                RecursionError)
+                RecursionError, NotImplementedError)
 
 
 def part_name(ids: list[str] | tuple[str, ...]) -> str:
