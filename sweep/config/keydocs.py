@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import MISSING, fields
 
-from sweep.config.schema import COMPONENTS, SECTIONS, SPECS, Output
+from sweep.config.schema import COMPONENTS, RANDOM_MATRICES, SECTIONS, SPECS, Output
 from sweep.kernels.codes import OBSERVABLES
 
 DESCRIPTIONS = {
@@ -63,7 +63,7 @@ DESCRIPTIONS = {
         "observables": "the series a save records: a save computes only those",
     },
 }
-_MATRIX = "identity | gaussian | orthogonal"
+_MATRIX = " | ".join(("identity", *RANDOM_MATRICES))
 ALLOWED = {
     ("model", "head_beta"): "a list of numbers >= 0",
     ("model", "layer_beta"): "a list of numbers >= 0, one per layer",

@@ -4,7 +4,7 @@ combinations, and time steps that divide the save interval and the run."""
 
 from __future__ import annotations
 
-from sweep.config.schema import Init, Integrate, Model
+from sweep.config.schema import RANDOM_MATRICES, Init, Integrate, Model
 from sweep.errors import ConfigError
 from sweep.kernels.codes import parse_mask
 
@@ -54,10 +54,9 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
 
 def check_redraw(model: Model, integ: Integrate, at: str) -> None:
     """model.redraw_every: a flow with a random qk or v, redrawn at whole saves."""
-    random = {"gaussian", "orthogonal"}
-    if model.kind.stacked or not ({model.qk, model.v} & random):
+    if model.kind.stacked or not ({model.qk, model.v} & set(RANDOM_MATRICES)):
         raise ConfigError(f"model.redraw_every: needs a flow (no model.layers) with qk or v "
-                          f"gaussian or orthogonal (got qk {model.qk}, v {model.v}){at}")
+                          f"{' or '.join(RANDOM_MATRICES)} (got qk {model.qk}, v {model.v}){at}")
     per = model.redraw_every / integ.save_every
     if abs(per - round(per)) > 1e-9 * per or round(per) < 1:
         raise ConfigError(f"model.redraw_every: must be a whole multiple of "

@@ -38,6 +38,10 @@ def _field(default, kind: type, **rule):
     return field(default=default, metadata=make_rule(kind, **rule))
 
 
+# the matrix specs drawn at random per job (and per layer, per redraw): sweep.execution.matrices
+RANDOM_MATRICES = ("gaussian", "orthogonal", "goe")
+
+
 def _matrix(*names: str):
     """A matrix spec: one of `names` or a path to a .npy file (shape checked per job)."""
     def check(value: str) -> str:
@@ -109,9 +113,9 @@ class Model:
     heads: int = _field(1, int, low=1)
     head_beta: tuple | None = _field(None, list, nullable=True, check=_betas)
     qk: str | tuple = _field("identity", SPECS, check=_per_layer(
-        _matrix("identity", "gaussian", "orthogonal")))
+        _matrix("identity", *RANDOM_MATRICES)))
     v: str | tuple = _field("identity", SPECS, check=_per_layer(
-        _matrix("identity", "gaussian", "orthogonal", "qk")))
+        _matrix("identity", *RANDOM_MATRICES, "qk")))
     mask: str = _field("dense", str, check=_mask)
     noise: float = _field(0.0, float, low=0.0)
     ffn: str = _field("none", str, check=_matrix("none", "gaussian", "linear", "mlp"))

@@ -2,7 +2,8 @@
 the FFN matrix W. Pure NumPy; the caller passes the generator (sweep.execution.simulate seeds it).
 
 Only M_h = Q_h^T K_h enters the dynamics (s_ij = beta_h <x_i, M_h x_j>), so `qk` specifies
-that product directly. gaussian: entries N(0, 1/d); orthogonal: Haar-distributed.
+that product directly. gaussian: entries N(0, 1/d); orthogonal: Haar-distributed; goe: the
+Gaussian orthogonal ensemble, symmetric (a Wigner matrix, spectrum filling [-2, 2] as d grows).
 """
 
 from __future__ import annotations
@@ -25,13 +26,21 @@ def orthogonal(heads: int, d: int, rng: np.random.Generator) -> np.ndarray:
     return q * np.sign(np.diagonal(r, axis1=1, axis2=2))[:, None, :]
 
 
+def goe(heads: int, d: int, rng: np.random.Generator) -> np.ndarray:
+    """[heads, d, d] GOE matrices (G + G^T) / sqrt 2 of a gaussian G: symmetric, off-diagonal
+    entries N(0, 1/d), diagonal N(0, 2/d)."""
+    g = gaussian(heads, d, rng)
+    return (g + np.swapaxes(g, 1, 2)) / np.sqrt(2.0)
+
+
+DRAWS = {"gaussian": gaussian, "orthogonal": orthogonal, "goe": goe}
+
+
 def _one(key: str, spec: str, heads: int, d: int, rng, source: Path | None, digests: dict):
     if spec in ("identity", "none"):
         return None
-    if spec == "gaussian":
-        return gaussian(heads, d, rng)
-    if spec == "orthogonal":
-        return orthogonal(heads, d, rng)
+    if spec in DRAWS:
+        return DRAWS[spec](heads, d, rng)
     return inputs.matrix(key, spec, source, d, heads, digests.get(key))
 
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sweep.config.schema import RANDOM_MATRICES as _DRAWN  # each layer draws its own
 from sweep.config.schema import parse_components
-
-_DRAWN = ("gaussian", "orthogonal")  # specs each layer draws for itself
 
 
 def as_flow(job):
