@@ -4,7 +4,7 @@ figure the reference code of "A mathematical perspective on Transformers" draws 
 
     python figures/cosine_histograms.py PROBE.nc OUT.png
 
-PROBE.nc is `sweep probe` (its `cosine_histogram` over (layer, bin): a density). The probe has
+PROBE.nc is `sweep probe` (its `cosine_hist` over (layer, bin): a density). The probe has
 no randomised-weights comparison, so the figure shows the trained model's layers alone. The
 sidecar holds, per layer, the bin edges' range, the densities, and the mean and median of
 the cosines read off the histogram; figures/sidecars.py renders docs/trained.md's table.
@@ -26,10 +26,10 @@ def numbers(ds: xr.Dataset) -> dict:
     centres = ds.bin.values
     layers = []
     for layer in ds.layer.values:
-        p = ds.cosine_histogram.sel(layer=layer).values * width
+        p = ds.cosine_hist.sel(layer=layer).values * width
         cdf = np.cumsum(p)
         layers.append({"layer": int(layer), "density": [round(float(v), 4) for v in
-                                                         ds.cosine_histogram.sel(layer=layer)],
+                                                         ds.cosine_hist.sel(layer=layer)],
                        "mean": round(float(np.sum(p * centres)), 3),
                        "median_bin": round(float(centres[np.searchsorted(cdf, 0.5)]), 3),
                        "share_above_0.5": round(float(p[centres > 0.5].sum()), 3)})
@@ -49,7 +49,7 @@ def draw(ds: xr.Dataset, out: str) -> None:
     fig, axes = plt.subplots(1, len(layers), figsize=(2.2 * len(layers), 2.6), sharey=True)
     width = (ds.bin_bounds[:, 1] - ds.bin_bounds[:, 0]).values
     for ax, layer in zip(axes, layers):
-        ax.bar(ds.bin.values, ds.cosine_histogram.sel(layer=layer).values, width=width,
+        ax.bar(ds.bin.values, ds.cosine_hist.sel(layer=layer).values, width=width,
                color="tab:blue", edgecolor="none")
         ax.set_title("embeddings" if layer == 0 else f"layer {layer}", fontsize=9)
         ax.set_xlim(-1, 1)

@@ -239,7 +239,7 @@ def test_cosine_histograms_are_numpy_histograms_of_the_pairwise_cosines(tiny):
     ds = probe.probe(model, TEXT, bins=8)
     hidden, _ = reference.bert_forward(raw, model.tokenizer.encode(TEXT), heads=2, eps=1e-12)
     edges = np.linspace(-1, 1, 9)
-    assert ds.cosine_histogram.dims == ("layer", "bin")
+    assert ds.cosine_hist.dims == ("layer", "bin")
     assert ds.bin.attrs["bounds"] == "bin_bounds" and ds.bin_bounds.dims == ("bin", "nv")
     np.testing.assert_array_equal(ds.bin_bounds[:, 0], edges[:-1])
     np.testing.assert_array_equal(ds.bin_bounds[:, 1], edges[1:])
@@ -249,8 +249,8 @@ def test_cosine_histograms_are_numpy_histograms_of_the_pairwise_cosines(tiny):
         x = reference.normalize(h)
         cosines = [x[i] @ x[j] for i in range(n) for j in range(i + 1, n)]
         want = np.histogram(np.clip(cosines, -1, 1), bins=edges, density=True)[0]
-        np.testing.assert_allclose(ds.cosine_histogram[layer], want, rtol=1e-12)
-        assert float((ds.cosine_histogram[layer] * 0.25).sum()) == pytest.approx(1.0)
+        np.testing.assert_allclose(ds.cosine_hist[layer], want, rtol=1e-12)
+        assert float((ds.cosine_hist[layer] * 0.25).sum()) == pytest.approx(1.0)
 
 
 def test_cli_probe_bins_and_sentence_labels(tiny, tmp_path):

@@ -25,7 +25,7 @@ def probe(text: str | Path, model: str = "minilm", out: str | Path | None = None
     layer 0 for the text there, the start of a layer model that is the model; save_labels:
     also save each token's line of the text there (one sentence a line: the labels of
     `sweep train`'s task labels, docs/training.md); bins: of the per-layer histograms of
-    the pairwise cosines (`cosine_histogram`). Docs: docs/trained.md, docs/layers.md."""
+    the pairwise cosines (`cosine_hist`). Docs: docs/trained.md, docs/layers.md."""
     from sweep.config.files import read_bytes
     from sweep.pretrained import bert, probing
     from sweep.storage.netcdf import write_dataset

@@ -18,7 +18,7 @@ ModelOpt = Annotated[str, typer.Option(
 
 BinsOpt = Annotated[int, typer.Option(
     min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
-    "cosines (cosine_histogram, a density).")]
+    "cosines (cosine_hist, a density).")]
 EmbeddingsOpt = Annotated[Path | None, typer.Option(
     "--save-embeddings", metavar="FILE.npy", help="Also save the model's layer 0 for the text "
     "((n, d) float64, unnormalised): the start (init.kind: file) of a layer model that is this "

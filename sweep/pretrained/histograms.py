@@ -44,7 +44,7 @@ def variables(x: np.ndarray, bins: int = BINS) -> tuple[dict, dict]:
     """(data variables, coordinates) of the histograms of unit tokens x [layers, n, d], for
     a dataset over (layer, bin)."""
     e = edges(bins)
-    data = {"cosine_histogram": (("layer", "bin"), density(x, bins), {
+    data = {"cosine_hist": (("layer", "bin"), density(x, bins), {
                 "long_name": "density of the pairwise cosines <x_i, x_j>, i < j, of the "
                              "layer's unit tokens (counts / (pairs x bin width))",
                 "units": "1"}),

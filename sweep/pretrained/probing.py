@@ -143,7 +143,7 @@ def probe(bert: Bert, text: str, beta: float = 1.0, cluster_eps: float = 1e-3,
     """The dataset over `layer` (0 = embeddings, 1..L) for one text: every token the model
     sees, [CLS] and [SEP] included, nothing truncated. project: K, see layer_series (the
     dataset then has the attribute project = K); bins: of the pairwise-cosine histograms
-    (`cosine_histogram` over (layer, bin), sweep.pretrained.histograms)."""
+    (`cosine_hist` over (layer, bin), sweep.pretrained.histograms)."""
     import xarray as xr
 
     trace = forward(bert, bert.tokenizer.encode(text))
