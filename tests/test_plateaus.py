@@ -103,6 +103,11 @@ def test_the_command_prints_the_plateaus_and_writes_them(merge, tmp_path):
     assert "plateaus of energy along time" in done.output and f"plateaus: {out}" in done.output
     written = sweep.open_results(out)
     assert written.attrs["min_duration"] == 5 and set(written["count"].dims) == {"beta", "seed"}
+    spelt = [invoke("plateaus", merge, "--var", "energy", flag, 0.01, "-o", tmp_path / f"{k}.nc")
+             for k, flag in enumerate(("--rtol", "--tol"))]
+    assert [r.exit_code for r in spelt] == [0, 0], spelt[0].output
+    a, b = (sweep.open_results(tmp_path / f"{k}.nc") for k in (0, 1))
+    assert a.attrs["tol"] == b.attrs["tol"] == 0.01 and a.equals(b)  # --rtol (the interface's name) = --tol
     bad = invoke("plateaus", merge, "--var", "nonsense")
     assert bad.exit_code == 2 and "nonsense" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1

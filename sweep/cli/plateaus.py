@@ -18,8 +18,8 @@ def plateaus_cmd(
         results: ResultsArg, var: VarOpt,
         along: AlongOpt = "time",
         tol: Annotated[float, typer.Option(
-            "--tol", help="Flat where the relative change per unit of the axis is at most "
-                          "this.", min=0.0)] = 1e-3,
+            "--rtol", "--tol", help="Flat where the relative change per unit of the axis is "
+                                    "at most this.", min=0.0)] = 1e-3,
         min_duration: Annotated[float, typer.Option(
             "--min-duration", help="Shortest plateau counted, in units of the axis.",
             min=0.0)] = 0.0,
