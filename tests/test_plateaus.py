@@ -107,7 +107,8 @@ def test_the_command_prints_the_plateaus_and_writes_them(merge, tmp_path):
              for k, flag in enumerate(("--rtol", "--tol"))]
     assert [r.exit_code for r in spelt] == [0, 0], spelt[0].output
     a, b = (sweep.open_results(tmp_path / f"{k}.nc") for k in (0, 1))
-    assert a.attrs["tol"] == b.attrs["tol"] == 0.01 and a.equals(b)  # --rtol (the interface's name) = --tol
+    # --rtol, the interface's name, and --tol: one tolerance, one dataset
+    assert a.attrs["tol"] == b.attrs["tol"] == 0.01 and a.equals(b)
     bad = invoke("plateaus", merge, "--var", "nonsense")
     assert bad.exit_code == 2 and "nonsense" in bad.output and "Traceback" not in bad.output
     assert len(bad.output.strip().splitlines()) == 1
