@@ -16,45 +16,46 @@ ModelOpt = Annotated[str, typer.Option(
     "--model", metavar="minilm|DIR", help="minilm (all-MiniLM-L6-v2; `make models` installs "
     "it) or a directory with config.json, model.safetensors and tokenizer.json.")]
 
-BinsOpt = Annotated[int, typer.Option(
-    min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
-    "cosines (cosine_hist, a density).")]
-EmbeddingsOpt = Annotated[Path | None, typer.Option(
-    "--save-embeddings", metavar="FILE.npy", help="Also save the model's layer 0 for the text "
-    "((n, d) float64, unnormalised): the start (init.kind: file) of a layer model that is this "
-    "model.")]
-LabelsOpt = Annotated[Path | None, typer.Option(
-    "--save-labels", metavar="FILE.npy", help="Also save each token's line of the text ((n,) "
-    "int64; [CLS] with the first, [SEP] with the last): one sentence a line, the "
-    "training.labels of sweep train.")]
+
+def _also_save(flag: str, what: str):
+    """An option naming a .npy file the probe also writes, holding `what`."""
+    return Annotated[Path | None, typer.Option(flag, metavar="FILE.npy", help=f"Also save {what}.")]
 
 
 @app.command("probe")
-def probe_cmd(text: Annotated[Path, typer.Option(
-                  "--text", metavar="FILE", show_default=False,
-                  help="UTF-8 text file, run as one sequence (no truncation).",
-                  readable=False)],
-              model: ModelOpt = "minilm",
-              path: Annotated[Path | None, typer.Option(
-                  "-o", "--out", metavar="FILE.nc",
-                  help="Dataset path (default: results/probe-TEXT.nc).", readable=False)]
-              = None,
-              beta: Annotated[float, typer.Option(
-                  min=0.0, metavar="BETA",
-                  help="beta of the identity-attention energy and entropy.")] = 1.0,
-              cluster_eps: Annotated[float, typer.Option(
-                  min=0.0, metavar="EPS",
-                  help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
-              project: Annotated[int | None, typer.Option(
-                  "--project", min=1, metavar="K", show_default=False,
-                  help="Also every cluster observable of each layer's tokens on their top K "
-                  "principal components, centred and renormalised (projected_<name>).")]
-              = None,
-              threshold: Annotated[float, typer.Option(
-                  min=-1.0, max=1.0, metavar="COSINE",
-                  help="Cosine threshold of the coarse_* clusters.")] = 0.9,
-              bins: BinsOpt = 40,
-              save_embeddings: EmbeddingsOpt = None, save_labels: LabelsOpt = None):
+def probe_cmd(
+        text: Annotated[Path, typer.Option(
+            "--text", metavar="FILE", show_default=False,
+            help="UTF-8 text file, run as one sequence (no truncation).",
+            readable=False)],
+        model: ModelOpt = "minilm",
+        path: Annotated[Path | None, typer.Option(
+            "-o", "--out", metavar="FILE.nc",
+            help="Dataset path (default: results/probe-TEXT.nc).", readable=False)] = None,
+        beta: Annotated[float, typer.Option(
+            min=0.0, metavar="BETA",
+            help="beta of the identity-attention energy and entropy.")] = 1.0,
+        cluster_eps: Annotated[float, typer.Option(
+            min=0.0, metavar="EPS",
+            help="Pairs with cosine > 1 - eps count as clustered.")] = 1e-3,
+        project: Annotated[int | None, typer.Option(
+            "--project", min=1, metavar="K", show_default=False,
+            help="Also every cluster observable of each layer's tokens on their top K "
+            "principal components, centred and renormalised (projected_<name>).")] = None,
+        threshold: Annotated[float, typer.Option(
+            min=-1.0, max=1.0, metavar="COSINE",
+            help="Cosine threshold of the coarse_* clusters.")] = 0.9,
+        bins: Annotated[int, typer.Option(
+            min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
+            "cosines (cosine_hist, a density).")] = 40,
+        save_embeddings: _also_save(
+            "--save-embeddings", "the model's layer 0 for the text ((n, d) float64, "
+            "unnormalised): the start (init.kind: file) of a layer model that is this model")
+        = None,
+        save_labels: _also_save(
+            "--save-labels", "each token's line of the text ((n,) int64; [CLS] with the first, "
+            "[SEP] with the last): one sentence a line, the training.labels of sweep train")
+        = None):
     """A trained transformer's tokens through the simulations' observables, layer by layer."""
     with user_errors():
         ds = api.probe(text, model, path, beta, cluster_eps, threshold, project=project,

@@ -18,31 +18,6 @@ from sweep.errors import ConfigError
 Direction = choices("RefineDirection", DIRECTIONS)
 
 
-TolOpt = Annotated[str, typer.Option(
-    "--tol", metavar="T", help="Widest final bracket: a number (absolute, in units of the "
-    "axis) or a percentage of the bracket's centre (2%).")]
-BudgetOpt = Annotated[int | None, typer.Option(
-    "--budget", min=1, metavar="N", help="At most N jobs in all; the rounds stop before one "
-    "that would pass it.")]
-SeedsOpt = Annotated[int | None, typer.Option(
-    "--seeds-per-point", min=1, metavar="K", help="Seeds a new point starts with (default: "
-    "max(2, a quarter of the config's seeds)).")]
-TimeOpt = Annotated[str | None, typer.Option(
-    "--time", metavar="T", help="A saved time, final (default), or a reduction over time per "
-    "run: max, min, mean, plateau.")]
-DirectionOpt = Annotated[Direction, typer.Option(
-    "--direction", help="Crossings counted: either way, upward or downward.")]
-OutputOpt = Annotated[Path | None, typer.Option(
-    "-o", "--output", metavar="FILE.nc", readable=False,
-    help="Where the refinement is written (default: <output.path stem>.refine.nc).")]
-WorkersOpt = Annotated[int | None, typer.Option(
-    "--workers", min=1, metavar="N", help="Jobs run at once.")]
-ShardOpt = Annotated[str | None, typer.Option(
-    "--shard", metavar="I/K", help="Run shard I of K of each round; stops at a round other "
-    "shards still owe jobs of (run it again once they are done).")]
-RoundOpt = Annotated[int | None, typer.Option(
-    "--round", min=0, metavar="R", help="Run round R alone (its shard), the rounds before it "
-    "read from the parts, then stop: a task of one round's job array (sweep submit --refine).")]
 QUESTION = ("var", "level", "along", "tol", "budget", "seeds_per_point", "time", "direction")
 
 
@@ -56,10 +31,33 @@ def refine_cmd(
         along: Annotated[str, typer.Option("--along", metavar="AXIS",
                                            help="Grid axis to locate the crossing along.")]
         = "beta",
-        tol: TolOpt = "0.1", budget: BudgetOpt = None, seeds_per_point: SeedsOpt = None,
-        time: TimeOpt = None, direction: DirectionOpt = "any", sets: SetOpt = None,
-        output: OutputOpt = None, workers: WorkersOpt = None, shard: ShardOpt = None,
-        round_: RoundOpt = None):
+        tol: Annotated[str, typer.Option(
+            "--tol", metavar="T", help="Widest final bracket: a number (absolute, in units of the "
+            "axis) or a percentage of the bracket's centre (2%).")] = "0.1",
+        budget: Annotated[int | None, typer.Option(
+            "--budget", min=1, metavar="N", help="At most N jobs in all; the rounds stop before "
+            "one that would pass it.")] = None,
+        seeds_per_point: Annotated[int | None, typer.Option(
+            "--seeds-per-point", min=1, metavar="K", help="Seeds a new point starts with "
+            "(default: max(2, a quarter of the config's seeds)).")] = None,
+        time: Annotated[str | None, typer.Option(
+            "--time", metavar="T", help="A saved time, final (default), or a reduction over time "
+            "per run: max, min, mean, plateau.")] = None,
+        direction: Annotated[Direction, typer.Option(
+            "--direction", help="Crossings counted: either way, upward or downward.")] = "any",
+        sets: SetOpt = None,
+        output: Annotated[Path | None, typer.Option(
+            "-o", "--output", metavar="FILE.nc", readable=False, help="Where the refinement is "
+            "written (default: <output.path stem>.refine.nc).")] = None,
+        workers: Annotated[int | None, typer.Option(
+            "--workers", min=1, metavar="N", help="Jobs run at once.")] = None,
+        shard: Annotated[str | None, typer.Option(
+            "--shard", metavar="I/K", help="Run shard I of K of each round; stops at a round "
+            "other shards still owe jobs of (run it again once they are done).")] = None,
+        round_: Annotated[int | None, typer.Option(
+            "--round", min=0, metavar="R", help="Run round R alone (its shard), the rounds before "
+            "it read from the parts, then stop: a task of one round's job array (sweep submit "
+            "--refine).")] = None):
     """Locate where the seed-mean VAR first crosses LEVEL along AXIS, per point of the other
     axes, to a bracket of width T, by rounds of jobs (docs/refine.md).
 

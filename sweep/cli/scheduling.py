@@ -89,46 +89,43 @@ def _status_record(st: api.Status) -> dict:
             "resubmit": st.resubmit, "merged": st.merged}
 
 
-ShardsOpt = Annotated[int, typer.Option(
-    "--shards", min=1, metavar="K", help="Array tasks; task I runs jobs I, I + K, ...")]
-ParallelOpt = Annotated[int | None, typer.Option(
-    "--parallel", min=1, metavar="P", help="At most this many tasks at once (%P, -tc P).")]
-SchedulerOpt = Annotated[Scheduler, typer.Option(
-    "--scheduler", help="Which scheduler's scripts to write and submit with: slurm (sbatch), "
-    "pbs (PBS Pro, qsub), lsf (bsub), sge (Grid Engine, qsub).")]
-DryRunOpt = Annotated[bool, typer.Option(
-    "--dry-run", help="Print the scripts; write and submit nothing.")]
-SchedulerArgOpt = Annotated[list[str] | None, typer.Option(
-    "--scheduler-arg", metavar="ARG", help="An option for both scripts, written after the "
-    "scheduler's directive prefix, e.g. `--scheduler-arg=--time=02:00:00` (slurm) or "
-    "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")]
-TaskWorkersOpt = Annotated[int | None, typer.Option(
-    "--workers", min=1, metavar="N", help="Jobs at once in each task (default: its CPUs).")]
-EnvLineOpt = Annotated[list[str] | None, typer.Option(
-    "--env-line", metavar="LINE", help="A shell line both scripts run before sweep, e.g. "
-    "`--env-line 'module load python/3.11'` or `--env-line 'source ~/venv/bin/activate'` "
-    "(repeatable).")]
-RefineOpt = Annotated[str | None, typer.Option(
-    "--refine", metavar="OPTIONS", help="Submit a refinement instead: the options of `sweep "
-    "refine` as one string, e.g. `--refine '--var clustered_fraction --level 0.5 --along beta "
-    "--tol 0.5'`; one array per round, each followed by a driver job that submits the next "
-    "(--out: where the refinement is written).")]
-CpusOpt = Annotated[int | None, typer.Option(
-    "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: --workers, else 1); "
-    "a --scheduler-arg asking for CPUs replaces it.")]
-MemOpt = Annotated[str | None, typer.Option(
-    "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M (default: what "
-    "`sweep plan` says C running jobs need, plus the interpreter); a --scheduler-arg asking "
-    "for memory replaces it.")]
-
-
 @app.command("submit")
-def submit_cmd(config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
-               shards: ShardsOpt = ..., parallel: ParallelOpt = None,
-               scheduler: SchedulerOpt = "slurm", dry_run: DryRunOpt = False,
-               scheduler_args: SchedulerArgOpt = None, workers: TaskWorkersOpt = None,
-               env_lines: EnvLineOpt = None, refine: RefineOpt = None, cpus: CpusOpt = None,
-               memory: MemOpt = None):
+def submit_cmd(
+        config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
+        shards: Annotated[int, typer.Option(
+            "--shards", min=1, metavar="K",
+            help="Array tasks; task I runs jobs I, I + K, ...")] = ...,
+        parallel: Annotated[int | None, typer.Option(
+            "--parallel", min=1, metavar="P",
+            help="At most this many tasks at once (%P, -tc P).")] = None,
+        scheduler: Annotated[Scheduler, typer.Option(
+            "--scheduler", help="Which scheduler's scripts to write and submit with: slurm "
+            "(sbatch), pbs (PBS Pro, qsub), lsf (bsub), sge (Grid Engine, qsub).")] = "slurm",
+        dry_run: Annotated[bool, typer.Option(
+            "--dry-run", help="Print the scripts; write and submit nothing.")] = False,
+        scheduler_args: Annotated[list[str] | None, typer.Option(
+            "--scheduler-arg", metavar="ARG", help="An option for both scripts, written after the "
+            "scheduler's directive prefix, e.g. `--scheduler-arg=--time=02:00:00` (slurm) or "
+            "`--scheduler-arg='-l walltime=02:00:00'` (pbs) (repeatable).")] = None,
+        workers: Annotated[int | None, typer.Option(
+            "--workers", min=1, metavar="N",
+            help="Jobs at once in each task (default: its CPUs).")] = None,
+        cpus: Annotated[int | None, typer.Option(
+            "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: --workers, else "
+            "1); a --scheduler-arg asking for CPUs replaces it.")] = None,
+        memory: Annotated[str | None, typer.Option(
+            "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M (default: "
+            "what `sweep plan` says C running jobs need, plus the interpreter); a --scheduler-arg "
+            "asking for memory replaces it.")] = None,
+        refine: Annotated[str | None, typer.Option(
+            "--refine", metavar="OPTIONS", help="Submit a refinement instead: the options of "
+            "`sweep refine` as one string, e.g. `--refine '--var clustered_fraction --level 0.5 "
+            "--along beta --tol 0.5'`; one array per round, each followed by a driver job that "
+            "submits the next (--out: where the refinement is written).")] = None,
+        env_lines: Annotated[list[str] | None, typer.Option(
+            "--env-line", metavar="LINE", help="A shell line both scripts run before sweep, e.g. "
+            "`--env-line 'module load python/3.11'` or `--env-line 'source ~/venv/bin/activate'` "
+            "(repeatable).")] = None):
     """Write a job-array script plus a merge job that waits for the whole array to succeed,
     and submit both (sbatch, qsub or bsub; scripts in `<output>.jobs/`).
 
