@@ -21,7 +21,7 @@ def rows(records: tuple[Variable, ...], over: str) -> list[str]:
     """One row per meaning: records that share it (mean and min cosine) share a row."""
     out, names = [], {}
     for r in records:
-        names.setdefault(r.meaning, []).append(f"`{r.name}`")
+        names.setdefault(r.meaning or r.long_name, []).append(f"`{r.name}`")
     for meaning, listed in names.items():
         out.append(f"| {', '.join(listed)} | {over} | {meaning} |")
     return out

@@ -38,6 +38,11 @@ class Paths:
     blocked: str
 
 
+def everywhere(function: str) -> Paths:
+    """One function on every path."""
+    return Paths(function, function, function, function)
+
+
 def fast(rows: str, lanes: str | None = None, blocked: str | None = None,
          general: str = "kernels.general.observables.observe") -> Paths:
     """Paths where the fast paths share rows' function unless told otherwise."""
@@ -48,11 +53,11 @@ def fast(rows: str, lanes: str | None = None, blocked: str | None = None,
 class Variable:
     """A results variable: name, long_name and units attributes, the range it lies in
     (bounds: numbers, "n" the token count, "log n" its logarithm, None open), and its line
-    in docs/results.md."""
+    in docs/results.md (meaning; None where the long name says it)."""
 
     name: str
     long_name: str
-    meaning: str
+    meaning: str | None
     range: tuple | None = None
     units: str = field(default="1", kw_only=True)
 
@@ -79,6 +84,7 @@ _PAIRS = "observables.summary.pair_columns"
 _SPAN = "observables.span.span_dimension"
 SPAN_RTOL = 1e-3  # span_dimension's tolerance, relative to the largest singular value
 _GROUPS = "observables.groups.resolve"
+_COMPONENTS = "observables.summary.components"
 _OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.tiles."
                 "outside_tile", general="kernels.general.observables.outside_row")
 
@@ -89,22 +95,20 @@ RECORDS = _numbered((
                     general="observables.summary.order_parameter"), SAVE_CLOSE),
     Observable("mean_cosine", "mean pairwise cosine <x_i, x_j> over i != j",
                "mean and minimum of <x_i, x_j> over i != j", (-1.0, 1.0),
-               fast(_PAIRS, general=_PAIRS), SAVE_COUNTS),
+               everywhere(_PAIRS), SAVE_COUNTS),
     Observable("min_cosine", "minimum pairwise cosine over i != j",
                "mean and minimum of <x_i, x_j> over i != j", (-1.0, 1.0),
-               fast(_PAIRS, general=_PAIRS), SAVE_COUNTS),
+               everywhere(_PAIRS), SAVE_COUNTS),
     Observable("clustered_fraction", "fraction of pairs i != j with cosine > 1 - cluster_eps",
                "fraction of pairs with cosine > 1 - cluster_eps", (0.0, 1.0),
                fast("observables.gramobs.count_close_pairs", lanes="kernels.lanestep."
                     "count_close", blocked="observables.gramobs.link_tile"), SAVE_CLOSE),
     Observable("n_clusters", "number of clusters (components of the cosine > 1 - eps graph)",
                "components of the graph cosine > 1 - eps; largest as a fraction of n",
-               (1.0, "n"), fast("observables.summary.components",
-                                general="observables.summary.components"), SAVE_PAIRS),
+               (1.0, "n"), everywhere(_COMPONENTS), SAVE_PAIRS),
     Observable("largest_cluster", "size of the largest cluster as a fraction of n",
                "components of the graph cosine > 1 - eps; largest as a fraction of n",
-               (0.0, 1.0), fast("observables.summary.components",
-                                general="observables.summary.components"), SAVE_PAIRS),
+               (0.0, 1.0), everywhere(_COMPONENTS), SAVE_PAIRS),
     Observable("energy",
                "interaction energy E_beta = sum_ij exp(beta <x_i,x_j>) / (2 beta n^2)",
                "E_beta = (1 / (2 beta n^2)) sum_ij exp(beta <x_i, x_j>); at beta = 0, "
@@ -120,35 +124,29 @@ RECORDS = _numbered((
     # resolved by cluster (observables/groups.py): clusters as above; a group: >= 2 tokens
     Observable("n_groups", "number of clusters of at least 2 tokens (groups)",
                "clusters of at least 2 tokens (\"groups\")", (0.0, "n"),
-               fast(_GROUPS, general=_GROUPS), resolved=True),
+               everywhere(_GROUPS), resolved=True),
     Observable("singleton_fraction", "fraction of tokens in no group (clusters of one token)",
                "fraction of tokens in no group; `n_clusters` = `n_groups` + n "
-               "`singleton_fraction`", (0.0, 1.0), fast(_GROUPS, general=_GROUPS),
+               "`singleton_fraction`", (0.0, 1.0), everywhere(_GROUPS),
                resolved=True),
-    Observable("overlap_gap", "mean cosine over pairs within a group minus the largest mean "
-               "cosine between two groups (NaN with fewer than 2 groups)",
-               "mean cosine over pairs i != j within a group, minus the largest mean cosine "
-               "between two groups; NaN with fewer than 2 groups", (-2.0, 2.0),
-               fast("observables.groups.overlap_gap", general="observables.groups."
-                    "overlap_gap"), resolved=True),
+    Observable("overlap_gap", "mean cosine over pairs i != j within a group minus the largest "
+               "mean cosine between two groups (NaN with fewer than 2 groups)", None,
+               (-2.0, 2.0), everywhere("observables.groups.overlap_gap"), resolved=True),
     Observable("inter_attention", "mean over tokens and heads of the attention weight on "
                "tokens outside the token's cluster",
                "mean over tokens (and heads) of the attention weight a token puts outside its "
                "cluster; a token alone is its own cluster", (0.0, 1.0), _OUTSIDE,
                resolved=True),
     Observable("silhouette", "mean silhouette of the tokens in groups, cosine distance "
-               "1 - <x_i, x_j>, groups only (NaN with fewer than 2 groups)",
-               "mean silhouette of the tokens in groups, cosine distance 1 - <x_i, x_j>, "
-               "singletons left out; NaN with fewer than 2 groups", (-1.0, 1.0),
-               fast("observables.groups.silhouette", general="observables.groups."
-                    "silhouette"), resolved=True),
+               "1 - <x_i, x_j>, singletons left out (NaN with fewer than 2 groups)", None,
+               (-1.0, 1.0), everywhere("observables.groups.silhouette"), resolved=True),
     # of x alone: the one kernel on every path (observables/span.py)
     Observable("span_dimension", f"dimension of the span of the tokens: the numerical rank of "
                f"x [n, d], singular values above {SPAN_RTOL:g} times the largest",
                f"numerical rank of the tokens' matrix x [n, d]: how many of its singular values "
                f"exceed {SPAN_RTOL:g} times the largest (`numpy.linalg.matrix_rank(x, "
                f"rtol={SPAN_RTOL:g})`); 1 at total collapse", (1.0, "n"),
-               fast(_SPAN, general=_SPAN), kernel="sweep.observables.span:span_dimension",
+               everywhere(_SPAN), kernel="sweep.observables.span:span_dimension",
                parameters=(SPAN_RTOL,)),
 ))
 
