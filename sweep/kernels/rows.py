@@ -18,7 +18,7 @@ import numpy as np
 
 from sweep.kernels import methods
 from sweep.kernels.codes import LAYER, OK, SAVE_ALL, STOPPED
-from sweep.kernels.sphere import axpy, rk4_combine
+from sweep.kernels.sphere import combine_dt, shift_dt
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.numerics.expfast import exp1
@@ -263,23 +263,13 @@ def _diffuse(lay, x, k, tick):
 
 
 @jit_inline
-def _shift(lay, out, x, frac, k):
-    axpy(out, x, frac * lay.dt, k)
-
-
-@jit_inline
-def _combine(lay, x, k1, k2, k3, k4):
-    rk4_combine(x, lay.dt, k1, k2, k3, k4)
-
-
-@jit_inline
 def _normalise(lay, x):
     normalize_columns(x, lay.z[0])
 
 
 # A System is its own layout (kernels/methods.py): the state xt, ws [5, d, n] its stages.
-methods.implement(System, velocity=_velocity, diffuse=_diffuse, shift=_shift,
-                  rk4_combine=_combine, normalise=_normalise)
+methods.implement(System, velocity=_velocity, diffuse=_diffuse, shift=shift_dt,
+                  rk4_combine=combine_dt, normalise=_normalise)
 
 
 @jit_fast_inline

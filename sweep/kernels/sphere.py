@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from sweep.numerics._jit import jit
+from sweep.numerics._jit import jit, jit_inline
 
 
 @jit
@@ -58,3 +58,15 @@ def all_finite(x):
             if not np.isfinite(x[i, k]):
                 return False
     return True
+
+
+# The shift and rk4_combine primitives (kernels/methods.py) of a layout with one dt (fields
+# dt, and the state as sphere's [n, d] or rows' [d, n]): the general path's and rows'.
+@jit_inline
+def shift_dt(lay, out, x, frac, k):
+    axpy(out, x, frac * lay.dt, k)
+
+
+@jit_inline
+def combine_dt(lay, x, k1, k2, k3, k4):
+    rk4_combine(x, lay.dt, k1, k2, k3, k4)

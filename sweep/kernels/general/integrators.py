@@ -20,8 +20,7 @@ from sweep.kernels.general.attention import velocity as attention_velocity
 from sweep.kernels.general.model import Dynamics
 from sweep.kernels.general.noise import add_noise
 from sweep.kernels.general.workspace import Work
-from sweep.kernels.sphere import axpy, normalize_rows
-from sweep.kernels.sphere import rk4_combine as combine
+from sweep.kernels.sphere import combine_dt, normalize_rows, shift_dt
 from sweep.numerics._jit import jit, jit_inline
 
 
@@ -47,24 +46,14 @@ def _diffuse(lay, x, k, tick):
 
 
 @jit_inline
-def _shift(lay, out, x, frac, k):
-    axpy(out, x, frac * lay.dt, k)
-
-
-@jit_inline
-def _combine(lay, x, k1, k2, k3, k4):
-    combine(x, lay.dt, k1, k2, k3, k4)
-
-
-@jit_inline
 def _normalise(lay, x):
     normalize_rows(moving(x, lay.dyn))
 
 
 # Inlined into the methods (kernels/methods.py), which are inlined into step: what each does
 # is a call of the kernel named in it, as when step was written out here.
-methods.implement(Sphere, velocity=_velocity, diffuse=_diffuse, shift=_shift,
-                  rk4_combine=_combine, normalise=_normalise)
+methods.implement(Sphere, velocity=_velocity, diffuse=_diffuse, shift=shift_dt,
+                  rk4_combine=combine_dt, normalise=_normalise)
 
 
 @jit
