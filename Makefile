@@ -102,7 +102,7 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
-           $(FIG)/refine-demo.png $(FIG)/d-question.json
+           $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/random-matrices.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -118,7 +118,7 @@ figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
 $(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
-$(RES)/two-cluster-merge.nc: \
+$(RES)/two-cluster-merge.nc $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -220,6 +220,13 @@ $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysi
 # docs/models.md rendered from the sidecar by sidecars.py.
 $(FIG)/overlap-gap.png: $(RES)/overlap-gap.nc figures/overlap_gap.py
 	$(PY) figures/overlap_gap.py $< $@
+
+# Random attention matrices drawn once and redrawn every tau (docs/models.md): the energy's
+# falls, t_cluster, clusters and span_dimension per variant; the figure and its sidecar
+# FIG/random-matrices.json from one rule, the tables of docs/models.md rendered by sidecars.py.
+$(FIG)/random-matrices.png: $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc \
+		figures/random_matrices.py sweep/analysis/monotonicity.py
+	$(PY) figures/random_matrices.py $(word 1,$^) $(word 2,$^) $@
 
 # The energy staircase of two merging clusters (docs/analysis.md): `sweep plateaus` of the
 # sweep, then the sidecar FIG/two-cluster-merge.json (slopes of ln(beta T) against the gap),

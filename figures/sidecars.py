@@ -547,6 +547,88 @@ def cosine_histogram_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mean_range(x: dict) -> str:
+    return f"{x['mean']:.3g} ({x['min']:g}-{x['max']:g})" if x["min"] < x["max"] \
+        else f"{x['mean']:g}"
+
+
+def _clustering(r: dict) -> str:
+    tc = "-" if r["t_cluster"] is None else f"{r['t_cluster']:.3g}"
+    return (f"{r['clustered']} of {r['runs']} | {tc} | {_mean_range(r['n_clusters'])} | "
+            f"{_mean_range(r['span_dimension'])} | {r['span_below_clusters']}")
+
+
+CLUSTERING = ("clustered by t_max | mean t_cluster | n_clusters at t_max | span_dimension at "
+              "t_max | runs with span < clusters |")
+
+
+def random_matrices_table() -> str:
+    """docs/models.md: random matrices drawn once, per (Q^T K, V, beta), from figures/
+    random-matrices.json: runs whose energy ever fell, clustering and span at t_max."""
+    facts = load("random-matrices.json")
+    lines = ["| Q^T K | V | beta | runs whose energy fell | worst relative fall | " + CLUSTERING,
+             "|---" * 10 + "|"]
+    for r in facts["once"]:
+        lines.append(f"| {r['qk']} | {r['v']} | {r['beta']:g} | {r['fell']} of {r['runs']} | "
+                     f"{r['worst_fall']:.2g} | {_clustering(r)} |")
+    return "\n".join(lines) + "\n"
+
+
+def redrawn_matrices_table() -> str:
+    """docs/models.md: a GOE Q^T K redrawn every tau, per (V, tau, beta), from figures/
+    random-matrices.json: energy falls over every interval and within segments only."""
+    facts = load("random-matrices.json")
+    lines = ["| V | tau | beta | energy fell: runs | within segments: runs | " + CLUSTERING,
+             "|---" * 10 + "|"]
+    for r in facts["redrawn"]:
+        tau = f"{r['redraw_every']:g}" + (" (once)" if r["redraw_every"] >= facts["t_max"]
+                                          else "")
+        lines.append(f"| {r['v']} | {tau} | {r['beta']:g} | {r['fell']} of {r['runs']} | "
+                     f"{r['fell_within']} of {r['runs']} | {_clustering(r)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _between(spreads: list) -> str:
+    """'a to b' over spreads' ranges, or 'a' where they are one value."""
+    low, high = min(x["min"] for x in spreads), max(x["max"] for x in spreads)
+    return f"{low:g}" if low == high else f"{low:g} to {high:g}"
+
+
+def _runs(rows: list, key: str = "fell") -> str:
+    return f"{sum(r[key] for r in rows)} of {sum(r['runs'] for r in rows)} runs"
+
+
+def random_matrices_prose() -> str:
+    """docs/models.md: what the two tables say, counted from the sidecar."""
+    facts = load("random-matrices.json")
+    once, t_max = facts["once"], facts["t_max"]
+    sym = [r for r in once if (r["qk"], r["v"]) == ("goe", "qk")]
+    other = [r for r in once if r["qk"] != "identity" and r not in sym]
+    redrawn = [r for r in facts["redrawn"] if r["redraw_every"] < t_max]
+    sym_re = [r for r in redrawn if r["v"] == "qk"]
+    fast = min(sym_re, key=lambda r: (r["redraw_every"], r["beta"]))
+    free = [r for r in redrawn if r["v"] == "identity"]
+    top = max(r["beta"] for r in once)
+    free_top = [r for r in free if r["beta"] == top]
+    ends = {(r["qk"], r["v"]): r for r in once if r["beta"] == top}
+    below = {v: sum(r["span_below_clusters"] for r in once if r["v"] == v)
+             for v in ("identity", "qk")}
+    return wrap(
+        f"Drawn once, the saved energy fell in {_runs([r for r in once if r['qk'] == 'identity'])}"
+        f" with the identity, in {_runs(sym)} with the symmetric GOE Q^T K = V, and in "
+        f"{_runs(other)} of the other random variants (worst relative fall "
+        f"{max(r['worst_fall'] for r in other):.2g}). Redrawn, the symmetric model's saved "
+        f"energy fell in {_runs(sym_re)}, within a segment in {_runs(sym_re, 'fell_within')}. "
+        f"At t = {t_max:g}, span_dimension is below n_clusters in {below['identity']} runs "
+        f"with V = I and in {below['qk']} with V = Q^T K (span 1 with two clusters: an "
+        f"antipodal pair). Redrawn every {fast['redraw_every']:g} with V = Q^T K at beta = "
+        f"{fast['beta']:g}, {fast['clustered']} of {fast['runs']} runs cluster, at a mean "
+        f"t_cluster of {fast['t_cluster']:.3g}, against {sym[0]['t_cluster']:.3g} drawn once. "
+        f"With V = I at beta = {top:g}, redrawn every tau < {t_max:g} the runs end in "
+        f"{_between([r['n_clusters'] for r in free_top])} cluster(s), against a mean of "
+        f"{ends[('goe', 'identity')]['n_clusters']['mean']:.3g} drawn once and "
+        f"{ends[('identity', 'identity')]['n_clusters']['mean']:.3g} with the identity.")
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -563,7 +645,10 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "train-regularizer-table": train_regularizer_table,
              "train-init-table": train_init_table, "refine-table": refine_table,
              "d-question-table": d_question_table, "train-minilm-table": train_minilm_table,
-             "cosine-histogram-table": cosine_histogram_table}
+             "cosine-histogram-table": cosine_histogram_table,
+             "random-matrices-table": random_matrices_table,
+             "redrawn-matrices-table": redrawn_matrices_table,
+             "random-matrices-prose": random_matrices_prose}
 
 
 def render(text: str) -> str:
