@@ -150,6 +150,16 @@ RECORDS = _numbered((
                f"rtol={SPAN_RTOL:g})`); 1 at total collapse", (1.0, "n"),
                fast(_SPAN, general=_SPAN), kernel="sweep.observables.span:span_dimension",
                parameters=(SPAN_RTOL,)),
+    # of x alone (observables/gramrank.py): the clusters counted as a rank, its parameter the
+    # cosine threshold
+    Observable("gram_rank", "number of clusters as the numerical rank of the thresholded Gram "
+               "matrix [<x_i, x_j> > 0.9999]",
+               "numerical rank of the 0/1 matrix A_ij = [<x_i, x_j> > 0.9999] "
+               "(`numpy.linalg.matrix_rank(A)`, NumPy's default tolerance): the number of "
+               "clusters when each is a clique of that graph; 1 at total collapse",
+               (1.0, "n"), fast("observables.gramrank.gram_rank",
+                                general="observables.gramrank.gram_rank"),
+               kernel="sweep.observables.gramrank:gram_rank", parameters=(0.9999,)),
 ))
 
 # per job, over the axes only

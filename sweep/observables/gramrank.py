@@ -1,0 +1,114 @@
+"""gram_rank: the number of clusters as the numerical rank of the thresholded Gram matrix,
+at a cosine threshold c (its record's parameter):
+
+    A_ij = 1 if <x_i, x_j> > c else 0   (i, j = 1..n; A_ii = 1 for unit tokens),
+    gram_rank = numpy.linalg.matrix_rank(A)   (A as float64, NumPy's default tolerance:
+                                               singular values above n eps sigma_1).
+
+When the graph "cosine > c" is a union of cliques (clean clusters) A is block diagonal with
+blocks of ones, one per cluster, so gram_rank is the number of clusters; a component that is
+not a clique counts as the rank of its block (at least 2: its rows are not all equal). 1 at
+total collapse, k for k well-separated clusters.
+
+How: A is block diagonal over the components of the graph (found by union-find on the pairs),
+so its rank is the sum of its blocks'. Within a component, tokens with the same row of A (the
+same neighbours) are one class: with C the u x u matrix of A between class representatives
+and s the class sizes, the block is P C P^T (P: [m, u] membership) and its nonzero eigenvalues
+are those of the symmetric M = D^1/2 C D^1/2, D = diag(s). The Ms of all components are brought
+to tridiagonal form (span.tridiagonalize), laid end to end with zero couplings, and their
+eigenvalues counted by Sturm sequences: |lambda| > n eps max|lambda|, NumPy's rule on A's
+singular values (A symmetric: they are its |eigenvalues|). Cost: the n(n - 1)/2 cosines twice
+(O(n^2 d)) and O(u^3) per component, u its distinct rows (1 for a clique); memory O(n + u m)
+per component of m tokens. The tokens are unit on the sphere: <x_i, x_j> is their cosine.
+"""
+
+import numpy as np
+
+from sweep.numerics._jit import jit
+from sweep.observables.span import count_below, largest, tridiagonalize
+from sweep.observables.summary import find, union
+
+EPS = np.finfo(np.float64).eps
+
+
+@jit
+def cosine(x, i, j):
+    s = 0.0
+    for k in range(x.shape[1]):
+        s += np.float64(x[i, k]) * x[j, k]
+    return s
+
+
+@jit
+def close_forest(x, threshold):
+    """The union-find forest of the pairs i < j with <x_i, x_j> > threshold."""
+    n = x.shape[0]
+    parent = np.arange(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if cosine(x, i, j) > threshold:
+                union(parent, i, j)
+    return parent
+
+
+@jit
+def classes(x, members, threshold):
+    """Tokens `members` (one component) grouped by their row of A: (class of each member,
+    the representatives' member positions, the class sizes, the class count u)."""
+    m = members.shape[0]
+    rows = np.empty((min(m, 8), m), np.bool_)
+    row = np.empty(m, np.bool_)
+    label, reps, sizes = np.empty(m, np.int64), np.empty(m, np.int64), np.zeros(m, np.int64)
+    u = 0
+    for a in range(m):
+        for b in range(m):
+            row[b] = cosine(x, members[a], members[b]) > threshold
+        c = 0
+        while c < u and not np.array_equal(rows[c], row):
+            c += 1
+        if c == u:
+            if u == rows.shape[0]:
+                rows = np.concatenate((rows, np.empty_like(rows)))
+            rows[u], reps[u] = row, a
+            u += 1
+        label[a] = c
+        sizes[c] += 1
+    return label, reps[:u], sizes[:u], u
+
+
+@jit
+def component_tridiagonal(x, members, threshold, diag, off, at):
+    """The tridiagonal form of one component's M (module docstring) into diag/off[at:at + u];
+    returns u."""
+    label, reps, sizes, u = classes(x, members, threshold)
+    a = np.empty((u, u))
+    for p in range(u):
+        for q in range(u):
+            rp, rq = members[reps[p]], members[reps[q]]
+            one = cosine(x, rp, rq) > threshold
+            a[p, q] = np.sqrt(np.float64(sizes[p] * sizes[q])) if one else 0.0
+    tridiagonalize(a, diag[at:at + u], off[at:at + u])
+    return u
+
+
+@jit
+def gram_rank(x, threshold):
+    """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
+    n = x.shape[0]
+    parent = close_forest(x, threshold)
+    roots = np.array([find(parent, i) for i in range(n)])
+    order = np.argsort(roots, kind="mergesort")
+    diag, off = np.empty(n), np.empty(n)
+    used, start = 0, 0
+    while start < n:
+        stop = start + 1
+        while stop < n and roots[order[stop]] == roots[order[start]]:
+            stop += 1
+        used += component_tridiagonal(x, order[start:stop], threshold, diag, off, used)
+        start = stop
+    diag, off = diag[:used], off[:used]
+    top = max(largest(diag, off), largest(-diag, off))
+    if not top > 0.0:
+        return 0.0
+    tol = top * n * EPS
+    return float(used - count_below(diag, off, tol) + count_below(diag, off, -tol))
