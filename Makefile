@@ -102,7 +102,7 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
-           $(FIG)/refine-demo.png $(FIG)/d-question.json
+           $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/cosine-histograms-flow.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -112,13 +112,13 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 .PHONY: figure-files check-figures
 figures: figure-files
 	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md \
-		docs/training.md docs/refine.md
+		docs/training.md docs/refine.md docs/results.md
 
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
 $(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
-$(RES)/two-cluster-merge.nc: \
+$(RES)/two-cluster-merge.nc $(RES)/cosine-histograms-flow.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -188,7 +188,7 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
-		docs/models.md docs/training.md docs/refine.md
+		docs/models.md docs/training.md docs/refine.md docs/results.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -220,6 +220,13 @@ $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysi
 # docs/models.md rendered from the sidecar by sidecars.py.
 $(FIG)/overlap-gap.png: $(RES)/overlap-gap.nc figures/overlap_gap.py
 	$(PY) figures/overlap_gap.py $< $@
+
+# A flow's pairwise cosines over time (output.hist_bins) and gram_rank (docs/results.md): the
+# heat map per beta of one run and its sidecar FIG/cosine-histograms-flow.json, whose table
+# docs/results.md renders through sidecars.py.
+$(FIG)/cosine-histograms-flow.png: $(RES)/cosine-histograms-flow.nc \
+		figures/cosine_histograms_flow.py
+	$(PY) figures/cosine_histograms_flow.py $< $@
 
 # The energy staircase of two merging clusters (docs/analysis.md): `sweep plateaus` of the
 # sweep, then the sidecar FIG/two-cluster-merge.json (slopes of ln(beta T) against the gap),
