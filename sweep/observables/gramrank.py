@@ -17,21 +17,24 @@ and s the class sizes, the block is P C P^T (P: [m, u] membership) and its nonze
 are those of the symmetric M = D^1/2 C D^1/2, D = diag(s). The Ms of all components are brought
 to tridiagonal form (span.tridiagonalize), laid end to end with zero couplings, and their
 eigenvalues counted by Sturm sequences: |lambda| > n eps max|lambda|, NumPy's rule on A's
-singular values (A symmetric: they are its |eigenvalues|). Cost: the n(n - 1)/2 cosines twice
-(O(n^2 d)) and O(u^3) per component, u its distinct rows (1 for a clique); memory O(n + u m)
-per component of m tokens. The tokens are unit on the sphere: <x_i, x_j> is their cosine.
+singular values (A symmetric: they are its |eigenvalues|). Cost: the n(n - 1)/2 cosines, and
+those within each component again (O(n^2 d), a row of cosines at a time so that the loop
+vectorises), and O(u^3) per component, u its distinct rows (1 for a clique, so a collapsed
+state needs no eigenvalues of size n); memory O(n d + u m) for a component of m tokens. Each
+cosine is summed over k in order, without fastmath: the same x gives the same count on every
+path. The tokens are unit on the sphere: <x_i, x_j> is their cosine.
 """
 
 import numpy as np
 
-from sweep.numerics._jit import jit
+from sweep.numerics._jit import jit, jit_inline
 from sweep.observables.span import count_below, largest, tridiagonalize
 from sweep.observables.summary import find, union
 
 EPS = np.finfo(np.float64).eps
 
 
-@jit
+@jit_inline
 def cosine(x, i, j):
     s = 0.0
     for k in range(x.shape[1]):
@@ -39,30 +42,55 @@ def cosine(x, i, j):
     return s
 
 
+@jit_inline
+def cosines_to(xi, cols, lo, out):
+    """out[j] = <xi, cols[:, j]> for lo <= j < m, cols: [d, m]; summed over k in order, term
+    by term as cosine() sums them (the same bits), j innermost so that the loop vectorises
+    without reassociating any sum."""
+    out[lo:] = 0.0
+    for k in range(cols.shape[0]):
+        xik = xi[k]
+        for j in range(lo, cols.shape[1]):
+            out[j] += xik * cols[k, j]
+
+
+@jit
+def transposed(x, members):
+    """[d, m] float64: the tokens `members` of x as columns."""
+    out = np.empty((x.shape[1], members.shape[0]))
+    for b in range(members.shape[0]):
+        for k in range(x.shape[1]):
+            out[k, b] = x[members[b], k]
+    return out
+
+
 @jit
 def close_forest(x, threshold):
     """The union-find forest of the pairs i < j with <x_i, x_j> > threshold."""
     n = x.shape[0]
-    parent = np.arange(n)
+    parent, row = np.arange(n), np.empty(n)
+    xt = transposed(x, parent)
     for i in range(n):
+        cosines_to(xt[:, i], xt, i + 1, row)
         for j in range(i + 1, n):
-            if cosine(x, i, j) > threshold:
+            if row[j] > threshold:
                 union(parent, i, j)
     return parent
 
 
 @jit
 def classes(x, members, threshold):
-    """Tokens `members` (one component) grouped by their row of A: (class of each member,
-    the representatives' member positions, the class sizes, the class count u)."""
+    """Tokens `members` (one component) grouped by their row of A: (the representatives'
+    member positions, the class sizes, the class count u)."""
     m = members.shape[0]
+    cols = transposed(x, members)
     rows = np.empty((min(m, 8), m), np.bool_)
-    row = np.empty(m, np.bool_)
-    label, reps, sizes = np.empty(m, np.int64), np.empty(m, np.int64), np.zeros(m, np.int64)
+    dots, row = np.empty(m), np.empty(m, np.bool_)
+    reps, sizes = np.empty(m, np.int64), np.zeros(m, np.int64)
     u = 0
     for a in range(m):
-        for b in range(m):
-            row[b] = cosine(x, members[a], members[b]) > threshold
+        cosines_to(cols[:, a], cols, 0, dots)
+        row[:] = dots > threshold
         c = 0
         while c < u and not np.array_equal(rows[c], row):
             c += 1
@@ -71,16 +99,15 @@ def classes(x, members, threshold):
                 rows = np.concatenate((rows, np.empty_like(rows)))
             rows[u], reps[u] = row, a
             u += 1
-        label[a] = c
         sizes[c] += 1
-    return label, reps[:u], sizes[:u], u
+    return reps[:u], sizes[:u], u
 
 
 @jit
 def component_tridiagonal(x, members, threshold, diag, off, at):
     """The tridiagonal form of one component's M (module docstring) into diag/off[at:at + u];
     returns u."""
-    label, reps, sizes, u = classes(x, members, threshold)
+    reps, sizes, u = classes(x, members, threshold)
     a = np.empty((u, u))
     for p in range(u):
         for q in range(u):
@@ -95,16 +122,21 @@ def component_tridiagonal(x, members, threshold, diag, off, at):
 def gram_rank(x, threshold):
     """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
     n = x.shape[0]
-    parent = close_forest(x, threshold)
-    roots = np.array([find(parent, i) for i in range(n)])
+    parent, roots = close_forest(x, threshold), np.empty(n, np.int64)
+    for i in range(n):
+        roots[i] = find(parent, i)
     order = np.argsort(roots, kind="mergesort")
-    diag, off = np.empty(n), np.empty(n)
+    diag, off = np.zeros(n), np.zeros(n)
     used, start = 0, 0
     while start < n:
         stop = start + 1
         while stop < n and roots[order[stop]] == roots[order[start]]:
             stop += 1
-        used += component_tridiagonal(x, order[start:stop], threshold, diag, off, used)
+        if stop - start == 1:  # a token alone: its 1 x 1 block A_ii
+            diag[used] = 1.0 if cosine(x, order[start], order[start]) > threshold else 0.0
+            used += 1
+        else:
+            used += component_tridiagonal(x, order[start:stop], threshold, diag, off, used)
         start = stop
     diag, off = diag[:used], off[:used]
     top = max(largest(diag, off), largest(-diag, off))
