@@ -102,7 +102,8 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/entropy-monotone.json $(FIG)/beta-scale.json $(FIG)/overlap-gap.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
-           $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/random-matrices.png
+           $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/random-matrices.png \
+           $(FIG)/cosine-histograms-flow.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -112,13 +113,14 @@ CONSOLE := env COLUMNS=120 TERM=dumb
 .PHONY: figure-files check-figures
 figures: figure-files
 	$(PY) figures/sidecars.py prose README.md docs/analysis.md docs/trained.md docs/models.md \
-		docs/training.md docs/refine.md
+		docs/training.md docs/refine.md docs/results.md
 
 figure-files: $(FIGURES)
 
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
 $(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
-$(RES)/two-cluster-merge.nc $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc: \
+$(RES)/two-cluster-merge.nc $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc \
+$(RES)/cosine-histograms-flow.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -188,7 +190,7 @@ check-figures: | $(VENV)/.installed
 	$(MAKE) --no-print-directory -j2 RES=$$tmp/results FIG=$$tmp/figures figure-files && \
 	$(PY) figures/sidecars.py compare figures $$tmp/figures && \
 	$(PY) figures/sidecars.py prose --check README.md docs/analysis.md docs/trained.md \
-		docs/models.md docs/training.md docs/refine.md
+		docs/models.md docs/training.md docs/refine.md docs/results.md
 
 # The hysteresis window where the noisy transition is discontinuous (docs/theory.md): the
 # figure and its numbers (the sidecar FIG/hysteresis.json) from one rule.
@@ -227,6 +229,13 @@ $(FIG)/overlap-gap.png: $(RES)/overlap-gap.nc figures/overlap_gap.py
 $(FIG)/random-matrices.png: $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc \
 		figures/random_matrices.py sweep/analysis/monotonicity.py
 	$(PY) figures/random_matrices.py $(word 1,$^) $(word 2,$^) $@
+
+# A flow's pairwise cosines over time (output.hist_bins) and gram_rank (docs/results.md): the
+# heat map per beta of one run and its sidecar FIG/cosine-histograms-flow.json, whose table
+# docs/results.md renders through sidecars.py.
+$(FIG)/cosine-histograms-flow.png: $(RES)/cosine-histograms-flow.nc \
+		figures/cosine_histograms_flow.py
+	$(PY) figures/cosine_histograms_flow.py $< $@
 
 # The energy staircase of two merging clusters (docs/analysis.md): `sweep plateaus` of the
 # sweep, then the sidecar FIG/two-cluster-merge.json (slopes of ln(beta T) against the gap),

@@ -629,6 +629,24 @@ def random_matrices_prose() -> str:
         f"{ends[('goe', 'identity')]['n_clusters']['mean']:.3g} drawn once and "
         f"{ends[('identity', 'identity')]['n_clusters']['mean']:.3g} with the identity.")
 
+
+def cosine_histograms_flow_table() -> str:
+    """docs/results.md: per beta of configs/cosine-histograms-flow.yaml, the share of pairs in
+    the last cosine bin and gram_rank at the first and last save (figures/
+    cosine-histograms-flow.json)."""
+    side = load("cosine-histograms-flow.json")
+    lines = [f"| beta | share in the last bin, t = 0 | t = {side['t_max']:g} | mean over "
+             f"{side['seeds']} seeds | gram_rank, t = 0 | t = {side['t_max']:g} | mean over "
+             f"seeds | n_clusters, t = {side['t_max']:g} |", "|---" * 8 + "|"]
+    for b in side["betas"]:
+        lines.append(f"| {b['beta']:g} | {b['first']['share_last_bin']:.3f} | "
+                     f"{b['last']['share_last_bin']:.3f} | "
+                     f"{b['last_seed_mean']['share_last_bin']:.3f} | "
+                     f"{b['first']['gram_rank']:g} | {b['last']['gram_rank']:g} | "
+                     f"{b['last_seed_mean']['gram_rank']:g} | {b['last']['n_clusters']:g} |")
+    return "\n".join(lines) + "\n"
+
+
 def _cell(c: dict) -> str:
     return ", ".join(f"{k} = {v:g}" for k, v in c.items())
 
@@ -648,7 +666,8 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "cosine-histogram-table": cosine_histogram_table,
              "random-matrices-table": random_matrices_table,
              "redrawn-matrices-table": redrawn_matrices_table,
-             "random-matrices-prose": random_matrices_prose}
+             "random-matrices-prose": random_matrices_prose,
+             "cosine-histograms-flow-table": cosine_histograms_flow_table}
 
 
 def render(text: str) -> str:

@@ -172,7 +172,7 @@ def observables(x, kind, beta, eps):
         max(sizes) / n,
         energy,
         entropy,
-    ], resolved(x, [a], eps), [span_dimension(x)]])
+    ], resolved(x, [a], eps), [span_dimension(x), gram_rank(x)]])
 
 
 def span_dimension(x):
@@ -180,6 +180,16 @@ def span_dimension(x):
     from sweep.observables.records import SPAN_RTOL
 
     return np.linalg.matrix_rank(np.asarray(x, np.float64), rtol=SPAN_RTOL)
+
+
+def gram_rank(x):
+    """numpy.linalg.matrix_rank of the 0/1 matrix [<x_i, x_j> > threshold] (gram_rank's
+    record), at NumPy's default tolerance."""
+    from sweep.observables.records import RECORDS
+
+    threshold, = next(r for r in RECORDS if r.name == "gram_rank").parameters
+    x = np.asarray(x, np.float64)
+    return np.linalg.matrix_rank((x @ x.T > threshold).astype(np.float64))
 
 
 def trajectory(x, kind, beta, method, dt, stride, n_saves, eps):

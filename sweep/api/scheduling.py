@@ -172,7 +172,8 @@ def task_requests(config: Config, jobs: list, per_task: int, cpus: int,
     from sweep.execution import resources
     from sweep.scheduling.requests import Request, memory_mib, parse_memory
 
-    need = resources.need(jobs, config.output.positions, cpus, merged=True)
+    need = resources.need(jobs, config.output.positions, cpus, merged=True,
+                          bins=config.output.hist_bins)
     task = cpus * need.per_job + per_task * resources.JOB_OBJECT_BYTES
     mib = parse_memory(memory) if memory is not None else memory_mib(task)
     return Request(cpus, mib), Request(1, memory_mib(need.merged))

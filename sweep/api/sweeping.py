@@ -82,7 +82,8 @@ def plan(config: Config, out: str | Path | None = None, workers: int | None = No
     jobs = expand(config)
     width = preflight(config, jobs, workers or shards.task_cpus(), merged=True)
     kernels = variants(jobs)
-    return Plan(config, jobs, axes(config), estimate(jobs, config.output.positions), kernels,
+    return Plan(config, jobs, axes(config), estimate(jobs, config.output.positions,
+                                                       config.output.hist_bins), kernels,
                 [name for name in kernels if not cache.holds(name)], width,
                 output(config, out))
 
@@ -109,7 +110,8 @@ def preflight(config: Config, jobs: list[Job], workers: int, merged: bool,
     if the caller read it already (it reads a dozen files)."""
     from sweep.execution import resources, stability
 
-    need = resources.need(jobs, config.output.positions, workers, merged)
+    need = resources.need(jobs, config.output.positions, workers, merged,
+                          bins=config.output.hist_bins)
     available, limit = resources.memory_limit() if available is None else available
     resources.check(need, available, limit)  # before any warning: a refused config: one line
     for line in stability.warnings(jobs) if warn else ():

@@ -296,6 +296,9 @@ class Jobs(Sequence):
         if len(kinds) > 1:
             raise ConfigError("model.layers: a sweep holds flows or layer models, not both (one "
                               "records over time, the other over layer)")
+        if self.config.output.hist_bins and any(k.stacked for k in kinds):
+            raise ConfigError("output.hist_bins: the cosine histograms over time are of flows; "
+                              "a layer model's per layer: `sweep probe --bins`")
 
     def _firsts(self, pinned: set[int]) -> Iterator[tuple[int, tuple]]:
         """(index, position) in order of the grid points at the first value of the axes

@@ -61,6 +61,8 @@ DESCRIPTIONS = {
         "path": "the results file, relative to the working directory",
         "positions": "token positions kept (when n and d are not swept)",
         "observables": "the series a save records: a save computes only those",
+        "hist_bins": "B > 0: flows record cosine_hist, the pairwise cosines' histogram on B "
+                     "equal bins over [-1, 1] at each save (docs/results.md); 0: none",
     },
 }
 _MATRIX = " | ".join(("identity", *RANDOM_MATRICES))

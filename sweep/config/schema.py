@@ -200,6 +200,7 @@ class Output:
     path: str = _field("", str)
     positions: str = _field("none", str, choices=("none", "final", "trajectory"))
     observables: str | tuple = _field("all", SPECS, check=_observables)
+    hist_bins: int = _field(0, int, low=0)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -239,9 +240,9 @@ class Config:
     given: frozenset = frozenset()
 
     def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in plain(asdict(self.output)).items() if k != "hist_bins" or v}
         return {"name": self.name, "model": plain(asdict(self.model)), "init": asdict(self.init),
-                "integrate": asdict(self.integrate), "grid": self.grid,
-                "output": plain(asdict(self.output))}
+                "integrate": asdict(self.integrate), "grid": self.grid, "output": out}
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -249,10 +250,8 @@ class Config:
     @property
     def hash(self) -> str:
         """Hash of everything that decides the results (not where they are written)."""
-        d = self.to_dict()
-        d["output"] = {"positions": self.output.positions}
-        if self.output.observables != "all":  # so that the hashes of all-series runs stay
-            d["output"]["observables"] = list(self.output.observables)
+        d = self.to_dict()  # observables, hist_bins only where set: earlier runs' hashes stay
+        d["output"] = {k: v for k, v in d["output"].items() if k != "path" and v != "all"}
         return stable_hash(d)
 
 

@@ -30,6 +30,7 @@ from sweep.kernels.codes import (
     SYMMETRIC_MIN_N,
     TILE,
 )
+from sweep.observables import cosines
 
 # The fast kernels shift exponents by c = 1 (softmax) and clamp them to [-700, 708]; these
 # bounds keep every exponent inside that range (softmax: RK4 stages leave the sphere by at
@@ -161,14 +162,16 @@ def job_flop(job: Job) -> float:
     return job.integrate.n_steps * stages * per_eval + job.integrate.n_saves * 2 * per_eval
 
 
-def job_bytes(job: Job, positions: str = "none") -> int:
+def job_bytes(job: Job, positions: str = "none", bins: int = 0) -> int:
     """Bytes one job holds: state, stages, scratch, series and positions (job_memory)."""
-    return sum(job_memory(job, positions).values())
+    return sum(job_memory(job, positions, bins).values())
 
 
-def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
+def job_memory(job: Job, positions: str = "none", bins: int = 0) -> dict[str, int]:
     """Bytes one job holds, by the config key that drives them: model.n (state, stages,
-    scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions.
+    scratch), model.heads (per-head arrays), integrate.t_max (the series), output.positions,
+    output.hist_bins (bins > 0: the trajectory the histograms are taken from, where
+    output.positions does not keep it already, their pair scratch and the histograms).
 
     "rows" jobs (n < BLOCKED_MIN_N) hold two n x n matrices (the Gram matrix and its
     weights), "lanes" jobs none (a block of up to LANES of them shares two); a "blocked"
@@ -202,14 +205,25 @@ def job_memory(job: Job, positions: str = "none") -> dict[str, int]:
     resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns
     return {"model.n": copies * n * d * 8 + 5 * n * 8 + square + resolved,
             "model.heads": per_head + 2 * m.heads * n * d * 8 * matrices,
-            "integrate.t_max": saves * N_OBS * 8, "output.positions": traj}
+            "integrate.t_max": saves * N_OBS * 8, "output.positions": traj,
+            "output.hist_bins": hist_bytes(job, positions, bins)}
 
 
-def estimate(jobs: list[Job], positions: str = "none") -> Cost:
+def hist_bytes(job: Job, positions: str, bins: int) -> int:
+    """What output.hist_bins adds to a flow's job (job_memory)."""
+    if not bins:
+        return 0
+    n, d, saves = job.model.n, job.model.d, job.integrate.n_saves
+    item = np.dtype(job.integrate.dtype).itemsize
+    traj = 0 if positions == "trajectory" else saves * n * d * item
+    return traj + cosines.scratch_bytes(n, d, bins) + saves * bins * 8
+
+
+def estimate(jobs: list[Job], positions: str = "none", bins: int = 0) -> Cost:
     flop = peak = seconds = 0.0
     for job, count in kinds(jobs):  # a job's cost does not depend on its seed or start
         flop += count * job_flop(job)
-        peak = max(peak, job_bytes(job, positions) / 2**20)
+        peak = max(peak, job_bytes(job, positions, bins) / 2**20)
         seconds += count * job_flop(job) / kernel_plan(job).strategy.flops
     return Cost(flop / 1e9, peak, seconds)
 

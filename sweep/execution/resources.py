@@ -47,22 +47,25 @@ class Need:
         return self.held + max(self.per_job, self.batch)
 
 
-def need(jobs: list[Job], positions: str, workers: int, merged: bool = True) -> Need:
+def need(jobs: list[Job], positions: str, workers: int, merged: bool = True,
+         bins: int = 0) -> Need:
     """Estimate the peak memory of running `jobs` on `workers` threads, then merging them:
-    a block of the merge and the parts it is read from, and every job's Job object."""
+    a block of the merge and the parts it is read from, and every job's Job object.
+    bins: output.hist_bins (a job's histograms, and their share of the merge)."""
     count, saves, shapes, parts, n, d, batch = 0, 0, set(), {}, 0, 0, 0
     for job, times in kinds(jobs):  # memory does not depend on a job's seed
         count += times
         saves = max(saves, job.integrate.n_saves)
         shapes.add((job.model.n, job.model.d))
-        holds = job_memory(job, positions)
+        holds = job_memory(job, positions, bins)
         batch = max(batch, min(BATCH_BYTES, times * sum(holds.values())))
         if sum(holds.values()) > sum(parts.values()):
             parts, n, d = holds, job.model.n, job.model.d
     if not count:
         return Need(0, 0, 0, "grid", "grid")
     per_job = sum(parts.values()) + 4 * n * d * 8  # + drawing the start
-    series = saves * (len(OBSERVABLES) + 1) * 8  # one job's series, token_norm, scalars
+    # one job's series, token_norm, scalars, histograms
+    series = saves * (len(OBSERVABLES) + 1 + bins) * 8
     pos = 0
     if positions != "none" and len(shapes) == 1:
         pos = (saves if positions == "trajectory" else 1) * n * d * 8
@@ -241,6 +244,7 @@ REMEDIES = {"model.n": "use fewer tokens", "model.d": "use a smaller dimension",
             "model.heads": "use fewer heads",
             "integrate.t_max": "save fewer times (a shorter t_max or a larger save_every)",
             "output.positions": "use output.positions: final or none",
+            "output.hist_bins": "use fewer output.hist_bins, or fewer tokens",
             "grid": "split the grid into several configs"}
 
 

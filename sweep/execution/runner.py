@@ -88,7 +88,7 @@ def batch_key(job: Job) -> tuple:
 
 
 def batches(todo: list[Job], width: int, positions: str = "none",
-            size: int | None = None) -> list[list[Job]]:
+            size: int | None = None, bins: int = 0) -> list[list[Job]]:
     """`todo` cut into batches of one batch_key, in job order; size: at most that many jobs
     each (default: batch_size). The batches change no result, only how the work is cut."""
     groups: dict[tuple, list[Job]] = {}
@@ -96,12 +96,12 @@ def batches(todo: list[Job], width: int, positions: str = "none",
         groups.setdefault(batch_key(job), []).append(job)
     out = []
     for jobs in groups.values():
-        b = size or batch_size(jobs[0], len(jobs), width, positions)
+        b = size or batch_size(jobs[0], len(jobs), width, positions, bins)
         out += [jobs[i:i + b] for i in range(0, len(jobs), b)]
     return sorted(out, key=lambda batch: batch[0].index)
 
 
-def batch_size(job: Job, count: int, width: int, positions: str) -> int:
+def batch_size(job: Job, count: int, width: int, positions: str, bins: int = 0) -> int:
     """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
     BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
@@ -111,7 +111,7 @@ def batch_size(job: Job, count: int, width: int, positions: str) -> int:
     if plan.strategy.shared:
         return 1
     seconds = job_flop(job) / plan.strategy.flops
-    held = sum(job_memory(job, positions).values())
+    held = sum(job_memory(job, positions, bins).values())
     least = plan.strategy.min_batch
     if count < LANES_BATCHES_PER_THREAD * least * width:
         least = 1
@@ -167,7 +167,7 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     width = workers or available_cpus()
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
-            work = batches(todo, width, positions, batch)
+            work = batches(todo, width, positions, batch, store.config.output.hist_bins)
             _compile([b[0] for b in work], hooks)  # a batch's jobs share their kernel
             hooks.start(len(todo), report.skipped)
             for group, size, threads in _stages(work, width):
@@ -246,7 +246,8 @@ def _compute(group: list[Job], store: Store, positions: str, stop: np.ndarray,
     t = time.perf_counter()
     try:
         results = simulate_batch(group, positions, stop, kernel=kernel,
-                                 columns=store.config.output.columns)
+                                 columns=store.config.output.columns,
+                                 bins=store.config.output.hist_bins)
     except Stopped:
         return [_CANCELLED] * len(group)
     spent = time.perf_counter() - t  # not inside[-1]: another worker may append first

@@ -49,6 +49,7 @@ from sweep.kernels.general.model import Dynamics, dynamics
 from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.rows import integrate_rows_batch
 from sweep.numerics import cache
+from sweep.observables import cosines
 
 
 class Stopped(Exception):
@@ -61,6 +62,7 @@ class JobResult:
     status: int
     wall_seconds: float
     positions: np.ndarray | None = None  # [n, d] final, or [n_time, n, d] trajectory
+    cosine_hist: np.ndarray | None = None  # [n_time, bins] with output.hist_bins
 
 
 def _rng(seed: int, **parts) -> np.random.Generator:
@@ -126,12 +128,12 @@ def job_dynamics(job: Job, segment: int = 0) -> Dynamics:
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
              kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
-             ) -> JobResult:
+             bins: int = 0) -> JobResult:
     """Integrate one job (a batch of one: the bits of any batch it could be in).
     positions: none | final | trajectory. stop: [1] int64 flag. kernel: the job's kernel_plan
     (default), or that plan on more threads (runner.py); columns: the series to record
-    (output.columns). Raises what the job raised."""
-    result, = simulate_batch([job], positions, stop, kernel, columns)
+    (output.columns); bins: output.hist_bins. Raises what the job raised."""
+    result, = simulate_batch([job], positions, stop, kernel, columns, bins)
     if isinstance(result, Exception):
         raise result
     return result
@@ -139,22 +141,24 @@ def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,
 
 def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | None = None,
                    kernel: KernelPlan | None = None, columns: tuple[str, ...] = OBSERVABLES,
-                   ) -> list[JobResult | Exception]:
+                   bins: int = 0) -> list[JobResult | Exception]:
     """Integrate jobs of one batch_key: flows on the lanes or rows path in one compiled call,
     others one after another. A job whose start or model cannot be built gives its exception
     in its place (the others run); Stopped if the stop flag ended the batch (none of it is
     kept). Each job's wall_seconds: building its start, plus its share of the compiled call.
     Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the lanes
-    and rows paths compute no more than they need (codes.save_level)."""
+    and rows paths compute no more than they need (codes.save_level). bins > 0: each flow's
+    cosine_hist, from the trajectory the kernel keeps for it (dropped unless `positions`
+    asks for it): the kernels are the same, and no result bit depends on bins."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     if not kernel.strategy.batched or jobs[0].model.kind.stacked:
-        return [_chosen(_one(job, kernel, positions, flag), columns) for job in jobs]
+        return [_chosen(_one(job, kernel, positions, flag, bins), columns) for job in jobs]
     out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
     ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
     if ready:
         done = _rows_batch([jobs[k] for k in ready], [out[k] for k in ready], kernel,
-                           positions, flag, columns)
+                           positions, flag, columns, bins)
         for k, result in zip(ready, done):
             out[k] = result
     return out
@@ -173,13 +177,13 @@ def _indices(columns: tuple[str, ...]) -> list[int]:
     return [OBSERVABLES.index(c) for c in columns]
 
 
-def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
+def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray, bins: int):
     t0 = time.perf_counter()
     try:
         if job.model.kind.stacked:
             return simulate_layers(job, positions, flag, kernel)
         x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
-        obs, traj = _outputs(1, job, positions, x.dtype)
+        obs, traj = _outputs(1, job, positions, x.dtype, bins)
         status, _ = PATHS[kernel.strategy].one(job, kernel, x, obs[0], traj[0], flag)
     except Stopped:
         raise
@@ -187,7 +191,7 @@ def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray):
         return err
     if status == STOPPED:
         raise Stopped(job.id)
-    return _result(obs[0], status, time.perf_counter() - t0, x, traj[0], positions)
+    return _result(obs[0], status, time.perf_counter() - t0, x, traj[0], positions, bins)
 
 
 def _starts(jobs: list[Job], dtype: str) -> list:
@@ -205,14 +209,14 @@ def _starts(jobs: list[Job], dtype: str) -> list:
 
 
 def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: str,
-                flag: np.ndarray, columns: tuple[str, ...]) -> list:
+                flag: np.ndarray, columns: tuple[str, ...], bins: int) -> list:
     """JobResults of jobs whose starts are drawn, from one compiled call of their strategy's
     path (lanes or rows), with the observables `columns` only (computed to
     codes.save_level, taken out once)."""
     t0 = time.perf_counter()
     first, integ = jobs[0], jobs[0].integrate
     xs = np.stack([x for x, _ in starts])
-    obs, traj = _outputs(len(jobs), first, positions, xs.dtype)
+    obs, traj = _outputs(len(jobs), first, positions, xs.dtype, bins)
     status = np.zeros(len(jobs), dtype=np.int64)
     betas, dts, epss = (np.ascontiguousarray(a) for a in np.array(
         [[j.model.beta * j.model.beta_factor, j.integrate.dt, j.integrate.cluster_eps]
@@ -225,22 +229,25 @@ def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: st
     if columns != OBSERVABLES:
         obs = obs[:, :, _indices(columns)]
     share = (time.perf_counter() - t0) / len(jobs)
-    return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions)
+    return [_result(obs[b], status[b], share + starts[b][1], xs[b], traj[b], positions, bins)
             for b in range(len(jobs))]
 
 
-def _outputs(count: int, job: Job, positions: str, dtype) -> tuple[np.ndarray, np.ndarray]:
+def _outputs(count: int, job: Job, positions: str, dtype, bins: int = 0,
+             ) -> tuple[np.ndarray, np.ndarray]:
     """NaN-filled observables [count, n_saves, N_OBS] and positions [count, n_saves or 0, n,
-    d] for `count` jobs shaped like `job`."""
+    d] for `count` jobs shaped like `job` (a trajectory for a trajectory or histograms)."""
     saves, m = job.integrate.n_saves, job.model
     obs = np.full((count, saves, len(OBSERVABLES)), np.nan)
-    n_traj = saves if positions == "trajectory" else 0
+    n_traj = saves if positions == "trajectory" or bins else 0
     return obs, np.full((count, n_traj, m.n, m.d), np.nan, dtype=dtype)
 
 
-def _result(obs, status, seconds: float, x, traj, positions: str) -> JobResult:
+def _result(obs, status, seconds: float, x, traj, positions: str, bins: int = 0) -> JobResult:
     kept = {"none": None, "final": x, "trajectory": traj}[positions]
-    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK, seconds, kept)
+    hist = cosines.fractions(traj, bins) if bins else None
+    return JobResult(obs, STATUS_NONFINITE if status == NONFINITE else STATUS_OK, seconds, kept,
+                     hist)
 
 
 def layer_blocks(job: Job) -> tuple[params.Block, ...]:

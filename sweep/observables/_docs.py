@@ -15,6 +15,10 @@ BEGIN = "<!-- variables: generated from sweep/observables/records.py -->"
 END = "<!-- /variables -->"
 POSITIONS = ("| `positions` | axes, [time], token, component | when `output.positions` asks and "
              "n, d are not swept |")
+HISTOGRAM = ("| `cosine_hist`, `bin_bounds` | axes, time, bin | with `output.hist_bins: B` > 0 "
+             "(flows): at each save, the fraction of the pairs i < j whose cosine <x_i, x_j> "
+             "lies in each of B equal bins over [-1, 1] (each row sums to 1; the coordinate "
+             "`bin`: the centres, `bin_bounds` [bin, nv]: the edges) |")
 
 
 def rows(records: tuple[Variable, ...], over: str) -> list[str]:
@@ -30,7 +34,8 @@ def rows(records: tuple[Variable, ...], over: str) -> list[str]:
 def table() -> str:
     """The table, marker comments included."""
     lines = [BEGIN, "| variable | over | meaning |", "|---|---|---|"]
-    lines += rows(RECORDS, "axes, time") + rows(SCALAR_RECORDS, "axes") + [POSITIONS, END]
+    lines += rows(RECORDS, "axes, time") + rows(SCALAR_RECORDS, "axes")
+    lines += [POSITIONS, HISTOGRAM, END]
     return "\n".join(lines)
 
 

@@ -83,6 +83,8 @@ def _numbered(records: tuple[Observable, ...]) -> tuple[Observable, ...]:
 _PAIRS = "observables.summary.pair_columns"
 _SPAN = "observables.span.span_dimension"
 SPAN_RTOL = 1e-3  # span_dimension's tolerance, relative to the largest singular value
+_GRAM_RANK = "observables.gramrank.gram_rank"
+GRAM_COSINE = 0.9999  # gram_rank's threshold, the reference codes' (arXiv 2312.10794)
 _GROUPS = "observables.groups.resolve"
 _COMPONENTS = "observables.summary.components"
 _OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.tiles."
@@ -148,6 +150,15 @@ RECORDS = _numbered((
                f"rtol={SPAN_RTOL:g})`); 1 at total collapse", (1.0, "n"),
                everywhere(_SPAN), kernel="sweep.observables.span:span_dimension",
                parameters=(SPAN_RTOL,)),
+    # of x alone (observables/gramrank.py): the clusters counted as a rank, its parameter the
+    # cosine threshold
+    Observable("gram_rank", f"number of clusters as the numerical rank of the thresholded "
+               f"Gram matrix [<x_i, x_j> > {GRAM_COSINE:g}]",
+               f"numerical rank of the 0/1 matrix A_ij = [<x_i, x_j> > {GRAM_COSINE:g}] "
+               "(`numpy.linalg.matrix_rank(A)`, NumPy's default tolerance): the number of "
+               "clusters when each is a clique of that graph; 1 at total collapse",
+               (1.0, "n"), everywhere(_GRAM_RANK), kernel="sweep.observables.gramrank:gram_rank",
+               parameters=(GRAM_COSINE,)),
 ))
 
 # per job, over the axes only

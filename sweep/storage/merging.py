@@ -25,6 +25,7 @@ from sweep.config.grid import Axis, Job, axes, expand
 from sweep.config.schema import Config
 from sweep.errors import StoreError
 from sweep.kernels.codes import LAYER_SERIES, SCALARS, SERIES, STATUS_MISSING
+from sweep.observables import cosines
 from sweep.storage import MERGE_BLOCK_BYTES
 from sweep.storage.coords import coordinates, status_flags
 from sweep.storage.netcdf import BlockWriter, provenance
@@ -52,6 +53,7 @@ class Layout:
     series: tuple[str, ...]            # the columns of observables (output.observables)
     scalars: tuple[str, ...]           # one number per job, in SCALARS' order
     positions: tuple[int, ...] | None  # one job's: (n, d) or (rows, n, d); None: not kept
+    bins: int = 0                      # cosine_hist's bins (output.hist_bins); 0: none
 
     @property
     def dims(self) -> tuple[str, ...]:
@@ -76,7 +78,15 @@ class Layout:
             on = dims + steps + ("token", "component")
             out["positions"] = (on, shape + self.positions, np.float64,
                                 {"long_name": what, "units": "1"})
+        if self.bins:
+            out[cosines.NAME] = (dims + (self.record, "bin"), shape + rows + (self.bins,),
+                                 np.float64, cosines.FLOW_ATTRS)
         return out
+
+    def coordinates(self) -> dict:
+        """The grid's, the record axis' and, with histograms, the bins' (cosines.coordinates)."""
+        return {**coordinates(self.grid, (self.record, self.t)),
+                **(cosines.coordinates(self.bins) if self.bins else {})}
 
     def job_bytes(self) -> int:
         """The bytes of one job's results across every variable."""
@@ -98,7 +108,7 @@ def layout(config: Config, jobs: list[Job]) -> Layout:
     if config.output.positions != "none" and not {"n", "d"} & {a.name for a in grid}:
         n, d = jobs[0].model.n, jobs[0].model.d
         positions = (t.size, n, d) if config.output.positions == "trajectory" else (n, d)
-    return Layout(grid, record, t, names, scalars, positions)
+    return Layout(grid, record, t, names, scalars, positions, config.output.hist_bins)
 
 
 def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = False,
@@ -121,7 +131,7 @@ def merge(store: Store, jobs: list[Job] | None = None, allow_missing: bool = Fal
             values = _block(lay, parts, region, rows, missing, damaged)
             if not (damaged or missing and not allow_missing):  # refused: only read on
                 file = file or stack.enter_context(BlockWriter(
-                    out, lay.variables(), coordinates(lay.grid, (lay.record, lay.t)),
+                    out, lay.variables(), lay.coordinates(),
                     provenance(config, command)))
                 file.write(region, values)
             del values  # before the next block is made: one in memory, not two
@@ -155,6 +165,7 @@ def _block(lay: Layout, parts: Iterator, region: tuple[slice, ...], rows: dict,
     scalars = {"status": np.full(count, STATUS_MISSING, dtype=np.int8),
                "wall_seconds": np.full(count, np.nan)}
     positions = None if lay.positions is None else np.full((count,) + lay.positions, np.nan)
+    hist = np.full((count, t.size, lay.bins), np.nan) if lay.bins else None
     for k, (job, part, error) in enumerate(itertools.islice(parts, count)):
         if part is None:
             (damaged.append(error) if error else missing.append(job))
@@ -165,6 +176,8 @@ def _block(lay: Layout, parts: Iterator, region: tuple[slice, ...], rows: dict,
             if grid_key not in rows:
                 rows[grid_key] = np.searchsorted(t, save_times(job))
             series[k, rows[grid_key]] = part.observables
+            if hist is not None and part.cosine_hist is not None:
+                hist[k, rows[grid_key]] = part.cosine_hist
         if positions is not None and part.positions is not None:
             positions[k, : part.positions.shape[0]] = part.positions
     values = {name: series[:, :, c] for c, name in enumerate(lay.series)}
@@ -172,7 +185,8 @@ def _block(lay: Layout, parts: Iterator, region: tuple[slice, ...], rows: dict,
         values["t_cluster"] = t_cluster(t, values["clustered_fraction"])
     if "max_clusters" in lay.scalars:
         values["max_clusters"] = max_clusters(values["n_clusters"])
-    values.update(scalars, **({} if positions is None else {"positions": positions}))
+    values.update(scalars, **({} if positions is None else {"positions": positions}),
+                  **({} if hist is None else {cosines.NAME: hist}))
     return {name: v.reshape(size + v.shape[1:]) for name, v in values.items()}
 
 

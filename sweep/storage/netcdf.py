@@ -215,6 +215,8 @@ class BlockWriter:
         sizes = {}
         for dims, shape, _, _ in self.variables.values():
             sizes.update(zip(dims, shape))
+        for dims, values, _ in self.coords.values():  # a coordinate's own (bin_bounds' nv)
+            sizes.update({k: v for k, v in zip(_dims(dims), np.shape(values)) if k not in sizes})
         for dim, size in sizes.items():
             self.nc.createDimension(dim, size)
         extra = [name for name, (dim, _, _) in self.coords.items() if name != dim]
@@ -241,7 +243,7 @@ class BlockWriter:
                 dim, values, attrs = self.coords[name]
                 values = np.asarray(values)
                 text = values.dtype.kind == "U"
-                var = self.nc.createVariable(name, str if text else values.dtype, (dim,))
+                var = self.nc.createVariable(name, str if text else values.dtype, _dims(dim))
                 var.setncatts(attrs)
                 var[...] = values.astype(object) if text else values
             return
@@ -259,3 +261,8 @@ class BlockWriter:
                 copy.setncatts(attrs)
                 copy.set_auto_maskandscale(False)
                 copy[...] = var[...]
+
+
+def _dims(dim: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A coordinate's dimensions: its one name, or a tuple of them (bin_bounds: bin, nv)."""
+    return dim if isinstance(dim, tuple) else (dim,)

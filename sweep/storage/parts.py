@@ -4,8 +4,9 @@ A run writes one part per batch (runner.py) as `<output stem>.parts/<name>.npz`,
 temporary name then renamed, so a killed run leaves only whole parts. A part holds, for its
 B jobs in order: ids [B], status [B] int8, wall_seconds [B], observables [B, n_saves, K]
 (the K series of output.observables; NaN for a failed job), positions [B, n, d] or
-[B, n_saves, n, d] when kept, meta (JSON: the config hash, the version, each failed
-job's error) and checksum: zlib.crc32 over every other array (name, dtype, shape, bytes),
+[B, n_saves, n, d] when kept, cosine_hist [B, n_saves, bins] with output.hist_bins, meta
+(JSON: the config hash, the version, each failed job's error) and checksum: zlib.crc32 over
+every other array (name, dtype, shape, bytes),
 checked whenever a part is read whole (index, status, resume, merge); a part that fails it
 is damaged. Parts written before checksums existed have none and are read as before (the
 zip's CRC-32 of each member still catches bytes flipped on disk). Its name is the job id
@@ -42,7 +43,8 @@ INDEX = "index.cache"
 # what each array of a part may be: (dtype kinds, shapes), None standing for any length
 HEADERS = {"meta": ("U", [()]), "ids": ("U", [(None,)]), "status": ("iu", [(None,)]),
            "wall_seconds": ("f", [(None,)]), "observables": ("f", [(None,) * 3]),
-           "positions": ("f", [(None,) * 3, (None,) * 4]), "checksum": ("u", [()])}
+           "positions": ("f", [(None,) * 3, (None,) * 4]), "checksum": ("u", [()]),
+           "cosine_hist": ("f", [(None,) * 3])}
 # (zipfile raises NotImplementedError for a damaged header's flag bits, e.g. bit 5)
 _READ_ERRORS = (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError,
                 RecursionError, NotImplementedError)
@@ -94,7 +96,7 @@ def read_header(path: Path) -> Header:
 
 def _mismatch(found: dict, count: int, status: np.ndarray) -> str:
     """Why the arrays of a part of `count` jobs do not fit together, or ''."""
-    for name in ("status", "wall_seconds", "observables", "positions"):
+    for name in ("status", "wall_seconds", "observables", "positions", "cosine_hist"):
         shape = found[name].shape if name in found else None
         if shape is not None and shape[0] != count:
             return f"{name} of shape {shape} for {count} job(s)"

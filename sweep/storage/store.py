@@ -70,6 +70,7 @@ class Part:
     wall_seconds: float
     positions: np.ndarray | None
     meta: dict
+    cosine_hist: np.ndarray | None = None  # [n_saves, bins] with output.hist_bins
 
     @property
     def failed(self) -> bool:
@@ -165,8 +166,8 @@ class Store:
         """A part's arrays, checked against its headers and the job's shapes; or why not."""
         path = self.dir / f"{name}.npz"
         try:
-            arrays = read_npz(path, part_members(job, len(header.ids),
-                                                 self.config.output.columns))
+            arrays = read_npz(path, part_members(job, len(header.ids), self.config.output.columns,
+                                                 self.config.output.hist_bins))
         except PermissionError as err:
             return f"{path}: cannot read result part ({err.strerror})"
         except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, EOFError) as err:
@@ -196,9 +197,10 @@ class Store:
         if ok:
             arrays["observables"] = _stacked([None if k in failed else r.observables
                                               for k, r in enumerate(results)])
-        if ok and ok[0].positions is not None:
-            arrays["positions"] = _stacked([None if k in failed else r.positions
-                                            for k, r in enumerate(results)])
+        for name in ("positions", "cosine_hist"):
+            if ok and getattr(ok[0], name) is not None:
+                arrays[name] = _stacked([None if k in failed else getattr(r, name)
+                                         for k, r in enumerate(results)])
         meta = {"config_hash": self.config_hash, "sweep_version": __version__,
                 "indices": [j.index for j in jobs],
                 "errors": {jobs[k].id: message for k, message in failed.items()}}
@@ -254,22 +256,24 @@ def _stacked(rows: list[np.ndarray | None]) -> np.ndarray:
 def _row(arrays: dict, row: int, header: Header, job_id: str) -> Part:
     status = int(header.status[row])
     failed = status == STATUS_FAILED
-    obs, pos = arrays.get("observables"), arrays.get("positions")
+    def taken(name: str) -> np.ndarray | None:
+        return None if failed or name not in arrays else arrays[name][row]
+
     meta = {"error": header.errors.get(job_id, "unknown error")} if failed else {}
-    return Part(None if failed or obs is None else obs[row], status,
-                float(arrays["wall_seconds"][row]),
-                None if failed or pos is None else pos[row], meta)
+    return Part(taken("observables"), status, float(arrays["wall_seconds"][row]),
+                taken("positions"), meta, taken("cosine_hist"))
 
 
-def part_members(job: Job, count: int, chosen: tuple[str, ...] = OBSERVABLES,
+def part_members(job: Job, count: int, chosen: tuple[str, ...] = OBSERVABLES, bins: int = 0,
                  ) -> dict[str, tuple[str, list[tuple]]]:
     """What each array of a part of `count` jobs shaped like `job`, recording the series
-    `chosen` (output.columns), may be: (dtype kinds, shapes)."""
+    `chosen` (output.columns) and histograms on `bins` bins, may be: (dtype kinds, shapes)."""
     saves, n, d = len(save_times(job)), job.model.n, job.model.d  # saves, or layers 0..L
     return {**HEADERS, "ids": ("U", [(count,)]), "status": ("iu", [(count,)]),
             "wall_seconds": ("f", [(count,)]),
             "observables": ("f", [(count, saves, len(columns(job, chosen)))]),
-            "positions": ("f", [(count, n, d), (count, saves, n, d)])}
+            "positions": ("f", [(count, n, d), (count, saves, n, d)]),
+            "cosine_hist": ("f", [(count, saves, bins)])}
 
 
 def save_times(job: Job) -> np.ndarray:

@@ -1,0 +1,146 @@
+"""gram_rank: the number of clusters as the numerical rank of the thresholded Gram matrix,
+at a cosine threshold c (its record's parameter):
+
+    A_ij = 1 if <x_i, x_j> > c else 0   (i, j = 1..n; A_ii = 1 for unit tokens),
+    gram_rank = numpy.linalg.matrix_rank(A)   (A as float64, NumPy's default tolerance:
+                                               singular values above n eps sigma_1).
+
+When the graph "cosine > c" is a union of cliques (clean clusters) A is block diagonal with
+blocks of ones, one per cluster, so gram_rank is the number of clusters; a component that is
+not a clique counts as the rank of its block (at least 2: its rows are not all equal). 1 at
+total collapse, k for k well-separated clusters.
+
+How: A is block diagonal over the components of the graph (found by union-find on the pairs),
+so its rank is the sum of its blocks'. Within a component, tokens with the same row of A (the
+same neighbours) are one class: with C the u x u matrix of A between class representatives
+and s the class sizes, the block is P C P^T (P: [m, u] membership) and its nonzero eigenvalues
+are those of the symmetric M = D^1/2 C D^1/2, D = diag(s). The Ms of all components are brought
+to tridiagonal form (span.tridiagonalize), laid end to end with zero couplings, and their
+eigenvalues counted by Sturm sequences: |lambda| > n eps max|lambda|, NumPy's rule on A's
+singular values (A symmetric: they are its |eigenvalues|). Cost: the n(n - 1)/2 cosines, and
+those within each component again (O(n^2 d), a row of cosines at a time so that the loop
+vectorises), and O(u^3) per component, u its distinct rows (1 for a clique, so a collapsed
+state needs no eigenvalues of size n); memory O(n d + u m) for a component of m tokens. Each
+cosine is summed over k in order, without fastmath: the same x gives the same count on every
+path. The tokens are unit on the sphere: <x_i, x_j> is their cosine.
+"""
+
+import numpy as np
+
+from sweep.numerics._jit import jit, jit_inline
+from sweep.observables.span import count_below, largest, tridiagonalize
+from sweep.observables.summary import find, union
+
+EPS = np.finfo(np.float64).eps
+
+
+@jit_inline
+def cosine(x, i, j):
+    s = 0.0
+    for k in range(x.shape[1]):
+        s += np.float64(x[i, k]) * x[j, k]
+    return s
+
+
+@jit_inline
+def cosines_to(xi, cols, lo, out):
+    """out[j] = <xi, cols[:, j]> for lo <= j < m, cols: [d, m]; summed over k in order, term
+    by term as cosine() sums them (the same bits), j innermost so that the loop vectorises
+    without reassociating any sum."""
+    out[lo:] = 0.0
+    for k in range(cols.shape[0]):
+        xik = xi[k]
+        for j in range(lo, cols.shape[1]):
+            out[j] += xik * cols[k, j]
+
+
+@jit
+def transposed(x, members):
+    """[d, m] float64: the tokens `members` of x as columns."""
+    out = np.empty((x.shape[1], members.shape[0]))
+    for b in range(members.shape[0]):
+        for k in range(x.shape[1]):
+            out[k, b] = x[members[b], k]
+    return out
+
+
+@jit
+def close_forest(x, threshold):
+    """The union-find forest of the pairs i < j with <x_i, x_j> > threshold."""
+    n = x.shape[0]
+    parent, row = np.arange(n), np.empty(n)
+    xt = transposed(x, parent)
+    for i in range(n):
+        cosines_to(xt[:, i], xt, i + 1, row)
+        for j in range(i + 1, n):
+            if row[j] > threshold:
+                union(parent, i, j)
+    return parent
+
+
+@jit
+def classes(x, members, threshold):
+    """Tokens `members` (one component) grouped by their row of A: (the representatives'
+    member positions, the class sizes, the class count u)."""
+    m = members.shape[0]
+    cols = transposed(x, members)
+    rows = np.empty((min(m, 8), m), np.bool_)
+    dots, row = np.empty(m), np.empty(m, np.bool_)
+    reps, sizes = np.empty(m, np.int64), np.zeros(m, np.int64)
+    u = 0
+    for a in range(m):
+        cosines_to(cols[:, a], cols, 0, dots)
+        row[:] = dots > threshold
+        c = 0
+        while c < u and not np.array_equal(rows[c], row):
+            c += 1
+        if c == u:
+            if u == rows.shape[0]:
+                rows = np.concatenate((rows, np.empty_like(rows)))
+            rows[u], reps[u] = row, a
+            u += 1
+        sizes[c] += 1
+    return reps[:u], sizes[:u], u
+
+
+@jit
+def component_tridiagonal(x, members, threshold, diag, off, at):
+    """The tridiagonal form of one component's M (module docstring) into diag/off[at:at + u];
+    returns u."""
+    reps, sizes, u = classes(x, members, threshold)
+    a = np.empty((u, u))
+    for p in range(u):
+        for q in range(u):
+            rp, rq = members[reps[p]], members[reps[q]]
+            one = cosine(x, rp, rq) > threshold
+            a[p, q] = np.sqrt(np.float64(sizes[p] * sizes[q])) if one else 0.0
+    tridiagonalize(a, diag[at:at + u], off[at:at + u])
+    return u
+
+
+@jit
+def gram_rank(x, threshold):
+    """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
+    n = x.shape[0]
+    parent, roots = close_forest(x, threshold), np.empty(n, np.int64)
+    for i in range(n):
+        roots[i] = find(parent, i)
+    order = np.argsort(roots, kind="mergesort")
+    diag, off = np.zeros(n), np.zeros(n)
+    used, start = 0, 0
+    while start < n:
+        stop = start + 1
+        while stop < n and roots[order[stop]] == roots[order[start]]:
+            stop += 1
+        if stop - start == 1:  # a token alone: its 1 x 1 block A_ii
+            diag[used] = 1.0 if cosine(x, order[start], order[start]) > threshold else 0.0
+            used += 1
+        else:
+            used += component_tridiagonal(x, order[start:stop], threshold, diag, off, used)
+        start = stop
+    diag, off = diag[:used], off[:used]
+    top = max(largest(diag, off), largest(-diag, off))
+    if not top > 0.0:
+        return 0.0
+    tol = top * n * EPS
+    return float(used - count_below(diag, off, tol) + count_below(diag, off, -tol))

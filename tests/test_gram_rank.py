@@ -1,0 +1,100 @@
+"""gram_rank (observables/gramrank.py): the clusters counted as the numerical rank of the
+thresholded Gram matrix, against numpy.linalg.matrix_rank of that matrix, on every path, and
+against the physics: 1 at total collapse, k for k clusters, n_clusters on clean states."""
+
+import numpy as np
+import pytest
+from test_span import first_save, jittered
+
+import reference as ref
+from sweep.kernels.codes import COLUMN, RECORDS
+from sweep.observables.gramrank import gram_rank
+
+THRESHOLD, = next(r for r in RECORDS if r.name == "gram_rank").parameters
+
+
+def arc(count, step):
+    """`count` unit tokens on a circle, consecutive ones `step` cosine-angles apart (in units
+    of the threshold's angle): a chain of close pairs when step < 1 that is no clique."""
+    angles = np.arange(count) * step * np.arccos(THRESHOLD)
+    return np.column_stack([np.cos(angles), np.sin(angles), np.zeros(count)])
+
+
+def cases():
+    rng = np.random.default_rng(11)
+    e = np.eye(6)
+    yield "uniform", ref.normalize(rng.standard_normal((20, 5)))
+    yield "one cluster", jittered(e[:1, :4], [16], rng)
+    yield "two clusters", jittered(ref.normalize(rng.standard_normal((2, 4))), [7, 9], rng)
+    yield "orthogonal clusters", jittered(e[:5, :6], [3, 1, 4, 2, 5], rng)
+    yield "antipodal pair", jittered([e[0, :3], -e[0, :3]], [4, 3], rng)
+    yield "chain of three", arc(3, 0.8)
+    yield "chain of seven", arc(7, 0.6)
+    yield "chain beside a cluster", np.vstack([arc(5, 0.7), jittered(e[2:3, :3], [4], rng)])
+    yield "one token", ref.normalize(rng.standard_normal((1, 3)))
+
+
+CASES = list(cases())
+IDS = [name for name, _ in CASES]
+
+
+@pytest.mark.parametrize("x", [x for _, x in CASES], ids=IDS)
+def test_kernel_is_numpys_matrix_rank_of_the_thresholded_gram(x):
+    want = ref.gram_rank(x)
+    assert gram_rank(x, THRESHOLD) == want
+    assert gram_rank(x[::-1].copy(), THRESHOLD) == want  # the tokens' order does not matter
+    assert gram_rank(x.astype(np.float32), THRESHOLD) == ref.gram_rank(x.astype(np.float32))
+
+
+def test_physics_collapse_clusters_and_chains():
+    ranks = {name: ref.gram_rank(x) for name, x in CASES}
+    assert ranks["one cluster"] == 1 and ranks["uniform"] == 20 and ranks["one token"] == 1
+    assert ranks["two clusters"] == 2 and ranks["orthogonal clusters"] == 5
+    assert ranks["antipodal pair"] == 2
+    # a chain of close pairs is one component (n_clusters 1) of rank above 1
+    assert ranks["chain of three"] == 3 and ranks["chain of seven"] > 1
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 6])
+def test_equals_n_clusters_on_clean_clustered_states(k):
+    rng = np.random.default_rng(k)
+    x = jittered(np.eye(8)[:k], rng.integers(1, 6, size=k), rng)
+    obs = first_save("general", x)
+    assert obs[COLUMN.gram_rank] == obs[COLUMN.n_clusters] == k == gram_rank(x, THRESHOLD)
+
+
+@pytest.mark.parametrize("path", ["general", "rows", "lanes", "blocked", "symmetric"])
+def test_every_path_records_numpys_rank(path):
+    for name, x in CASES:
+        if path == "lanes" and x.shape[1] > 8:
+            continue
+        assert first_save(path, x)[COLUMN.gram_rank] == ref.gram_rank(x), name
+
+
+def test_large_collapsed_state_is_cheap_and_one():
+    """A clique component is one class of rows: rank 1 without an n x n eigenproblem."""
+    rng = np.random.default_rng(3)
+    x = jittered(np.eye(4)[:2], [900, 700], rng)
+    assert gram_rank(x, THRESHOLD) == 2
+    for path in ("rows", "blocked"):
+        assert first_save(path, x)[COLUMN.gram_rank] == 2, path
+
+
+def test_sweep_run_records_it(tmp_path):
+    import sweep
+    from sweep.execution.simulate import initial_state
+
+    cfg = sweep.load({"name": "rank", "model": {"attention": "softmax", "d": 4, "n": 24},
+                      "init": {"kind": "clusters", "clusters": 3, "spread": 0.0},
+                      "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0,
+                                    "save_every": 0.5},
+                      "grid": {"beta": [1.0], "d": [3, 8], "seed": {"range": [0, 2]}},
+                      "output": {"path": str(tmp_path / "rank.nc")}})
+    ds = sweep.run(cfg, workers=1)
+    assert ds.gram_rank.attrs["long_name"] == \
+        next(r for r in RECORDS if r.name == "gram_rank").long_name
+    for job in sweep.plan(cfg).jobs:
+        got = ds.gram_rank.sel(d=job.model.d, seed=job.seed, beta=1.0)
+        x = initial_state(job)
+        assert got.isel(time=0) == ref.gram_rank(x) == gram_rank(x, THRESHOLD)
+        assert ((got >= 1) & (got <= job.model.n)).all()
