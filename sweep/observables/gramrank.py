@@ -11,18 +11,20 @@ not a clique counts as the rank of its block (at least 2: its rows are not all e
 total collapse, k for k well-separated clusters.
 
 How: A is block diagonal over the components of the graph (found by union-find on the pairs),
-so its rank is the sum of its blocks'. Within a component, tokens with the same row of A (the
-same neighbours) are one class: with C the u x u matrix of A between class representatives
-and s the class sizes, the block is P C P^T (P: [m, u] membership) and its nonzero eigenvalues
-are those of the symmetric M = D^1/2 C D^1/2, D = diag(s). The Ms of all components are brought
-to tridiagonal form (span.tridiagonalize), laid end to end with zero couplings, and their
-eigenvalues counted by Sturm sequences: |lambda| > n eps max|lambda|, NumPy's rule on A's
-singular values (A symmetric: they are its |eigenvalues|). Cost: the n(n - 1)/2 cosines, and
-those within each component again (O(n^2 d), a row of cosines at a time so that the loop
-vectorises), and O(u^3) per component, u its distinct rows (1 for a clique, so a collapsed
-state needs no eigenvalues of size n); memory O(n d + u m) for a component of m tokens. Each
-cosine is summed over k in order, without fastmath: the same x gives the same count on every
-path. The tokens are unit on the sphere: <x_i, x_j> is their cosine.
+so its rank is the sum of its blocks'. Where every component is a clique (and every A_ii is 1),
+that is the number of components, and no more is computed. Otherwise, within a component,
+tokens with the same row of A (the same neighbours) are one class: with C the u x u matrix of A
+between class representatives and s the class sizes, the block is P C P^T (P: [m, u]
+membership) and its nonzero eigenvalues are those of the symmetric M = D^1/2 C D^1/2, D =
+diag(s). The Ms of all components are brought to tridiagonal form (span.tridiagonalize), laid
+end to end with zero couplings, and their eigenvalues counted by Sturm sequences: |lambda| > n
+eps max|lambda|, NumPy's rule on A's singular values (A symmetric: they are its |eigenvalues|).
+Cost: the n(n - 1)/2 cosines, and those within each component again (O(n^2 d), a row of cosines
+at a time so that the loop vectorises), and O(u^3) per component, u its distinct rows (1 for a
+clique, so a collapsed state needs no eigenvalues of size n); memory O(n d + u m) for a
+component of m tokens. Each cosine is summed over k in order, without fastmath: the same x
+gives the same count on every path. The tokens are unit on the sphere: <x_i, x_j> is their
+cosine.
 """
 
 import numpy as np
@@ -66,16 +68,38 @@ def transposed(x, members):
 
 @jit
 def close_forest(x, threshold):
-    """The union-find forest of the pairs i < j with <x_i, x_j> > threshold."""
+    """The union-find forest of the pairs i < j with <x_i, x_j> > threshold, and how many
+    such pairs there are."""
     n = x.shape[0]
     parent, row = np.arange(n), np.empty(n)
     xt = transposed(x, parent)
+    close = 0
     for i in range(n):
         cosines_to(xt[:, i], xt, i + 1, row)
         for j in range(i + 1, n):
             if row[j] > threshold:
                 union(parent, i, j)
-    return parent
+                close += 1
+    return parent, close
+
+
+@jit
+def cliques(x, roots, close, threshold):
+    """The number of components where each is a clique of the graph and every A_ii is 1
+    (then A is block diagonal with blocks of ones, of rank 1 each, and that number is its
+    rank); -1 otherwise. A component of m tokens has at most m (m - 1) / 2 close pairs, so
+    all are cliques when the pairs counted add up to the sum of those bounds."""
+    n = x.shape[0]
+    sizes = np.zeros(n, np.int64)
+    for i in range(n):
+        if not cosine(x, i, i) > threshold:
+            return -1
+        sizes[roots[i]] += 1
+    full, count = 0, 0
+    for r in range(n):
+        full += sizes[r] * (sizes[r] - 1) // 2
+        count += sizes[r] > 0
+    return count if full == close else -1
 
 
 @jit
@@ -122,9 +146,12 @@ def component_tridiagonal(x, members, threshold, diag, off, at):
 def gram_rank(x, threshold):
     """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
     n = x.shape[0]
-    parent, roots = close_forest(x, threshold), np.empty(n, np.int64)
+    (parent, close), roots = close_forest(x, threshold), np.empty(n, np.int64)
     for i in range(n):
         roots[i] = find(parent, i)
+    clean = cliques(x, roots, close, threshold)
+    if clean >= 0:  # the common case, without eigenvalues
+        return float(clean)
     order = np.argsort(roots, kind="mergesort")
     diag, off = np.zeros(n), np.zeros(n)
     used, start = 0, 0
