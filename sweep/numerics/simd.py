@@ -13,11 +13,11 @@ jit_fma kernel), so code written this way gives the bits of the scalar loop it r
 
 WIDTH is 8 (an AVX-512 register of doubles) where Numba compiles for a CPU with avx512f,
 else 4 (AVX2's). It is read once, at import, from the target Numba compiles for (its
-codegen's features: the host's, or NUMBA_CPU_FEATURES), which is part of the key of every
-cached kernel, so a cache never hands one width's code to a process of the other: no
-specialisation is added. The lanes are independent systems and each operation is the same
-in every lane at either width, so the width changes no bit (tests/test_lanes.py compares
-four lanes with eight).
+codegen's features: the host's, or NUMBA_CPU_FEATURES; none under NUMBA_CPU_NAME=generic,
+docs/cluster.md's portable code, so 4), which is part of the key of every cached kernel, so
+a cache never hands one width's code to a process of the other: no specialisation is added.
+The lanes are independent systems and each operation is the same in every lane at either
+width, so the width changes no bit (tests/test_lanes.py compares four lanes with eight).
 """
 
 import operator
