@@ -27,7 +27,7 @@ from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
 from sweep.numerics._jit import jit_fast
-from sweep.numerics.expfast import exp1, exp4_inplace, exp_inplace
+from sweep.numerics.expfast import exp1, exp_inplace, expv_inplace
 from sweep.storage.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
@@ -77,15 +77,15 @@ def test_exp_matches_numpy_to_two_ulp(apply):
     assert np.all(np.abs(got - want) <= 2 * np.spacing(want))
 
 
-def test_four_lane_exp_gives_the_bits_of_exp1():
-    """expfast.exp4 (simd.py's f64x4) against exp1, over the clamped range and beyond it,
-    the softmax weights' range, and NaN and the infinities."""
+def test_vector_exp_gives_the_bits_of_exp1():
+    """expfast.expv (simd.py's f64xn, WIDTH lanes) against exp1, over the clamped range and
+    beyond it, the softmax weights' range, and NaN and the infinities."""
     rng = np.random.default_rng(3)
     a = np.concatenate([rng.uniform(-760, 720, 200_000), rng.uniform(-20, 0, 200_000),
                         [np.nan, np.inf, -np.inf, 0.0, -0.0, 708.0, -700.0, 1e-300]])
     want, got = a.copy(), a.copy()
     exp_inplace(want)
-    exp4_inplace(got)
+    expv_inplace(got)
     np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
 
 

@@ -1,9 +1,15 @@
 """The lanes kernel (kernels/lanes.py: one system per SIMD lane, for n < 256 and d up to
 LANES_MAX_D): against the NumPy reference, and the same bits for a system whatever batch,
-block or lane it runs in."""
+block or lane it runs in, and whatever the vector width (simd.WIDTH)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
+from numba.core.registry import cpu_target
 
 import reference as ref
 from helpers import assert_matches_reference
@@ -22,6 +28,8 @@ from sweep.kernels.codes import (
     STOPPED,
 )
 from sweep.kernels.lanes import integrate_lanes, order_lanes
+from sweep.kernels.lanestep import velocity
+from sweep.numerics import simd
 from sweep.observables.summary import order_parameter
 
 CLOSE = [OBSERVABLES.index("order_parameter"), OBSERVABLES.index("clustered_fraction")]
@@ -68,9 +76,9 @@ def test_every_lane_matches_the_reference(method, kind, n, d):
 @pytest.mark.parametrize("d", [2, 3, 5])
 def test_a_system_gets_the_same_bits_in_any_batch_block_or_lane(dtype, method, level, d):
     """Alone (one scalar lane), in a batch below the vector width, and at two places of a
-    batch of two blocks (35 and 36 lanes, padded to 36): the same observables, positions and
-    final state, bit for bit; d = 2 and 3 run lanes' f64x4 pair loops, d = 5 its loops over
-    lanes."""
+    batch of two blocks (35 and 36 lanes, padded to a multiple of simd.WIDTH: 36 or 40): the
+    same observables, positions and final state, bit for bit; d = 2 and 3 run lanes' f64xn
+    pair loops, d = 5 its loops over lanes."""
     count, n = LANES + 7, 12
     x0 = starts(count, n, d, seed=1)
     betas = np.linspace(0.5, 9.0, count)
@@ -129,3 +137,53 @@ def test_a_stop_flag_stops_the_batch():
                            np.ones(1, dtype=np.int64), np.zeros(30, dtype=np.int64),
                            np.zeros(30, dtype=np.int64), SAVE_ALL)
     assert code == STOPPED
+
+
+# velocity_cases' velocities in a process whose Numba compiles without AVX-512 (every avx512
+# feature off), so simd.WIDTH is 4 there; the arrays to argv[1] with that process's WIDTH.
+FOUR_LANES = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[2])
+from test_lanes import velocity_cases
+from sweep.numerics import simd
+np.savez(sys.argv[1], width=simd.WIDTH, **velocity_cases())
+"""
+
+
+def velocity_cases():
+    """V and the close-pair counts of lanestep.velocity at d = 2 and 3 (the f64xn pair loops),
+    softmax and unnormalized, layer and euler (projected), 24 lanes: betas up to 700, whose
+    softmax exponents fall below exp's clamp, and every count of close pairs."""
+    out, L = {}, 24
+    beta = np.concatenate([np.linspace(0.0, 9.0, L - 2), [120.0, 700.0]])
+    for d in (2, 3):
+        X = np.ascontiguousarray(starts(L, 32, d, seed=5 + d).transpose(1, 2, 0))
+        X[:, :, L // 2:] = X[:, :, :1] + 1e-3 * X[:, :, L // 2:]  # close pairs to count
+        X /= np.sqrt((X * X).sum(axis=1, keepdims=True))
+        eps1 = 1.0 - np.geomspace(1e-6, 0.5, L)
+        for softmax in (True, False):
+            for method in (LAYER, METHOD_CODES["euler"]):
+                V, count = np.empty_like(X), np.zeros(L, dtype=np.int64)
+                velocity(X, beta, 1.0 if softmax else 0.0, softmax, method, V,
+                         np.empty((32, L)), np.empty(L), np.empty(L), count, eps1, True)
+                out[f"V{d}{softmax}{method}"], out[f"count{d}{softmax}{method}"] = V, count
+    return out
+
+
+def test_eight_lanes_give_the_bits_of_four(tmp_path):
+    """The pair loops at this process's width (8 where Numba compiles for AVX-512) and at 4
+    (a child compiling for this CPU less AVX-512, as on an AVX2 machine): every velocity and
+    close-pair count bit for bit the same."""
+    features = cpu_target.target_context.codegen().magic_tuple()[2].split(",")
+    assert simd.WIDTH == (8 if "+avx512f" in features else 4)
+    off = ",".join("-" + f[1:] if f.startswith(("+avx512", "+avx10", "+evex512")) else f
+                   for f in features)
+    path = tmp_path / "four.npz"
+    subprocess.run([sys.executable, "-c", FOUR_LANES, str(path), str(Path(__file__).parent)],
+                   env={**os.environ, "NUMBA_CPU_FEATURES": off}, check=True)
+    four, ours = np.load(path), velocity_cases()
+    assert four["width"] == 4
+    assert (ours["count2True2"] > 0).any() and (ours["count2True2"] == 0).any()
+    for name, got in ours.items():
+        np.testing.assert_array_equal(got.view(np.uint64), four[name].view(np.uint64), name)

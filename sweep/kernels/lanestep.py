@@ -13,14 +13,14 @@ the pairs (i, j)), with no reassociation: compiled with contraction into fused m
 only (jit_fma), which keeps exp1 exact.
 
 For d = 2 and 3 the pair loop (pair_sums_circle, pair_sums_sphere) is written in simd.py's
-f64x4 values, WIDTH lanes at a time: a token's position and sums stay in registers across
-its pairs, and no run-time alias checks guard each 64-lane loop, as they do when each step
-of a pair is a loop over the lanes for LLVM to vectorise (pair_sums_loops, which serves
-d >= 4, where a token no longer fits in registers and the loops are the faster:
-docs/performance.md). The operations are the loops' own, so the bits are theirs; a block's
-lanes are padded to a multiple of WIDTH with copies of its last system, whose numbers are
-never read. velocity_columns gives one system's velocity, the same bits, with loops over its
-tokens instead.
+f64xn values, simd.WIDTH lanes at a time (8 on AVX-512, else 4; the same bits): a token's
+position and sums stay in registers across its pairs, and no run-time alias checks guard
+each 64-lane loop, as they do when each step of a pair is a loop over the lanes for LLVM to
+vectorise (pair_sums_loops, which serves d >= 4, where a token no longer fits in registers
+and the loops are the faster: docs/performance.md). The operations are the loops' own, so
+the bits are theirs; a block's lanes are padded to a multiple of WIDTH with copies of its
+last system, whose numbers are never read. velocity_columns gives one system's velocity,
+the same bits, with loops over its tokens instead.
 """
 
 from typing import NamedTuple
@@ -31,7 +31,7 @@ from sweep.kernels import methods
 from sweep.kernels.codes import LAYER
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit_fma, jit_fma_inline
-from sweep.numerics.expfast import exp1, exp4
+from sweep.numerics.expfast import exp1, expv
 
 
 @jit_fma_inline
@@ -85,8 +85,8 @@ def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
 @jit_fma_inline
 def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
     """pair_sums_loops' Z and V for d = 2 and the WIDTH lanes from b, the same numbers, in
-    f64x4 values (simd.py): token i's position and sums held in registers across its pairs;
-    beta, e1, step: f64x4. Returns step summed over the ordered pairs i != j with
+    f64xn values (simd.py): token i's position and sums held in registers across its pairs;
+    beta, e1, step: f64xn. Returns step summed over the ordered pairs i != j with
     g_ij > e1, lane by lane."""
     n = X.shape[0]
     zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
@@ -96,14 +96,14 @@ def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
         v.store(V, (i, 1, b), zero)
     for i in range(n):
         xi0, xi1 = v.load(X, (i, 0, b)), v.load(X, (i, 1, b))
-        w = exp4(beta * (v.fma(xi1, xi1, xi0 * xi0) - cc))
+        w = expv(beta * (v.fma(xi1, xi1, xi0 * xi0) - cc))
         zi = v.load(Z, (i, b)) + w
         vi0 = v.fma(w, xi0, v.load(V, (i, 0, b)))
         vi1 = v.fma(w, xi1, v.load(V, (i, 1, b)))
         for j in range(i + 1, n):
             xj0, xj1 = v.load(X, (j, 0, b)), v.load(X, (j, 1, b))
             g = v.fma(xi1, xj1, xi0 * xj0)
-            w = exp4(beta * (g - cc))
+            w = expv(beta * (g - cc))
             zi = zi + w
             v.store(Z, (j, b), v.load(Z, (j, b)) + w)
             close = v.add_where_greater(close, g, e1, step)
@@ -128,7 +128,7 @@ def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
             v.store(V, (i, k, b), zero)
     for i in range(n):
         xi0, xi1, xi2 = v.load(X, (i, 0, b)), v.load(X, (i, 1, b)), v.load(X, (i, 2, b))
-        w = exp4(beta * (v.fma(xi2, xi2, v.fma(xi1, xi1, xi0 * xi0)) - cc))
+        w = expv(beta * (v.fma(xi2, xi2, v.fma(xi1, xi1, xi0 * xi0)) - cc))
         zi = v.load(Z, (i, b)) + w
         vi0 = v.fma(w, xi0, v.load(V, (i, 0, b)))
         vi1 = v.fma(w, xi1, v.load(V, (i, 1, b)))
@@ -136,7 +136,7 @@ def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
         for j in range(i + 1, n):
             xj0, xj1, xj2 = v.load(X, (j, 0, b)), v.load(X, (j, 1, b)), v.load(X, (j, 2, b))
             g = v.fma(xi2, xj2, v.fma(xi1, xj1, xi0 * xj0))
-            w = exp4(beta * (g - cc))
+            w = expv(beta * (g - cc))
             zi = zi + w
             v.store(Z, (j, b), v.load(Z, (j, b)) + w)
             close = v.add_where_greater(close, g, e1, step)

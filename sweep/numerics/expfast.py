@@ -84,12 +84,12 @@ def exp_inplace(a):
 
 
 @jit_fma
-def exp4(a):
-    """exp1 of each lane of an f64x4 (simd.py), the same operations in the same order: each
-    `x * y + z` that LLVM contracts in exp1 is a v.fma here, so the bits are exp1's
-    (tests/test_fast.py, NaN and infinities included). An ordinary compiled function, not
-    inlined by Numba: it takes no arrays, so LLVM inlines the call at no cost, and lanes.py's
-    four calls are typed once (3 s less compile time than inline="always")."""
+def expv(a):
+    """exp1 of each lane of an f64xn (simd.py: simd.WIDTH lanes), the same operations in the
+    same order: each `x * y + z` that LLVM contracts in exp1 is a v.fma here, so the bits are
+    exp1's (tests/test_fast.py, NaN and infinities included). An ordinary compiled function,
+    not inlined by Numba: it takes no arrays, so LLVM inlines the call at no cost, and
+    lanes.py's four calls are typed once (3 s less compile time than inline="always")."""
     y = v.minimum(v.maximum(a, v.splat(LOW)), v.splat(HIGH))
     s = v.fma(y, v.splat(LOG2E), v.splat(ROUND))
     k = s - v.splat(ROUND)
@@ -113,7 +113,7 @@ def exp4(a):
 
 
 @jit_fma
-def exp4_inplace(a):
-    """a <- exp4 of a, four at a time (a's length a multiple of simd.WIDTH): for tests."""
+def expv_inplace(a):
+    """a <- expv of a, simd.WIDTH at a time (a's length a multiple of it): for tests."""
     for j in range(0, a.shape[0], v.WIDTH):
-        v.store(a, j, exp4(v.load(a, j)))
+        v.store(a, j, expv(v.load(a, j)))
