@@ -85,7 +85,7 @@ def _vertices(points):
 @pytest.mark.parametrize("d", [2, 3])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_identity_value_tokens_end_on_the_vertices_of_a_polytope(d, seed):
-    """Theorem 3.1 of 2305.05465 (V = I, Q^T K positive definite, here = I): the rescaled
+    """The polytope theorem of 2305.05465 (V = I, Q^T K positive definite, here = I): the rescaled
     tokens z_i = exp(-t) x_i converge, to 0 or to a point of the boundary of a convex polytope
     K, which lies inside the initial tokens' hull (the hull of z never grows: dz_i/dt is a
     convex combination of z_j - z_i); in the paper's experiments, and here, to K's vertices.
@@ -124,12 +124,12 @@ def test_vertices_that_lead_from_the_start_stay_put_at_large_beta():
 
 @pytest.mark.parametrize("d", [2, 3])
 def test_simple_top_eigenvalue_tokens_approach_at_most_three_hyperplanes(d):
-    """Theorem 4.1 of 2305.05465 (V with a simple positive top eigenvalue lambda_1, right and
-    left eigenvectors phi, psi; <Q phi, K phi> > 0, here Q^T K = I): the rescaled tokens
-    z_i = exp(-t V) x_i approach at most three parallel hyperplanes {<psi, z> = a}. With
-    c = lambda_1, <psi, y_i> = <psi, z_i>, so the coordinates a_i = <psi, y_i> take at most
-    3 values in the limit; and the part of y_i off the top eigenline decays like
-    exp(-(lambda_1 - lambda_2) t): the tokens x_i turn toward +-phi."""
+    """The hyperplane theorem of 2305.05465 (V with a simple positive top eigenvalue
+    lambda_1, right and left eigenvectors phi, psi; <Q phi, K phi> > 0, here Q^T K = I):
+    the rescaled tokens z_i = exp(-t V) x_i approach at most three parallel hyperplanes
+    {<psi, z> = a}. With c = lambda_1, <psi, y_i> = <psi, z_i>, so the coordinates
+    a_i = <psi, y_i> take at most 3 values in the limit; and the part of y_i off the top
+    eigenline decays like exp(-(lambda_1 - lambda_2) t): the x_i turn toward +-phi."""
     rng = np.random.default_rng(3 + d)
     s = np.eye(d) + 0.4 * rng.standard_normal((d, d))
     lam = np.array([1.0, 0.5, 0.2][:d])
@@ -220,3 +220,19 @@ def test_a_gaussian_start_keeps_its_norms_and_its_jitter_is_not_renormalised():
     sphere = sweep.plan(sweep.load({"name": "s", "model": {"d": 2, "n": 6},
                                     "init": {"jitter": 0.5}})).jobs[0]
     np.testing.assert_allclose(np.linalg.norm(initial_state(sphere), axis=1), 1.0)
+
+
+def test_the_published_sidecar_says_what_docs_models_md_says_of_it():
+    """docs/models.md, "Euclidean space": in every run the limits lie in the start's hull
+    and are the vertices of their own hull; K is a strict sub-polytope (fewer limit points
+    than start vertices, by median); more limits sit at a start vertex as beta grows."""
+    import json
+    from pathlib import Path
+
+    facts = json.loads((Path(__file__).resolve().parent.parent / "figures"
+                        / "euclidean-polytope.json").read_text())
+    rows = facts["rows"]
+    assert all(r["inside"] == r["vertices"] == r["seeds"] for r in rows)
+    assert all(r["n_points"]["median"] < r["start_vertices"] for r in rows)
+    stayed = [r["at_start_vertices"] for r in rows]
+    assert stayed == sorted(stayed) and stayed[-1] > stayed[0]

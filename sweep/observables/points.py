@@ -4,11 +4,11 @@
     n_points = the number of components of the graph |x_i - x_j| <= rtol max_k |x_k|.
 
 In euclidean space (model.space: euclidean, docs/models.md) x is the rescaled state
-y = exp(-c t) x, and with V = I the tokens converge to points of the boundary of a convex
-polytope (arXiv 2305.05465, Theorem 3.1; its vertices, in the paper's experiments): n_points
-is then the number of distinct limit points reached. On the sphere it is a cluster count at
-the cosine 1 - rtol^2 / 2. Scale-free (the same for x and a x, a > 0), O(n^2 d), summed in a
-fixed order, so the same x gives the same count on every path.
+y = exp(-c t) x, and with V = I the tokens converge to 0 or to points of the boundary of a
+convex polytope (arXiv 2305.05465, its theorem for V = I; to its vertices, in the paper's
+experiments): n_points is then the number of distinct limit points reached. On the sphere
+it is a cluster count at the cosine 1 - rtol^2 / 2. Scale-free (the same for x and a x,
+a > 0), O(n^2 d), summed in a fixed order, so the same x gives the same count on every path.
 """
 
 import numpy as np
