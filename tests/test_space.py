@@ -236,3 +236,16 @@ def test_the_published_sidecar_says_what_docs_models_md_says_of_it():
     assert all(r["n_points"]["median"] < r["start_vertices"] for r in rows)
     stayed = [r["at_start_vertices"] for r in rows]
     assert stayed == sorted(stayed) and stayed[-1] > stayed[0]
+
+
+@pytest.mark.parametrize("path", ["general", "rows", "lanes", "blocked", "symmetric"])
+def test_every_path_records_the_references_n_points_on_the_sphere(path):
+    """n_points is a record of x alone: every path writes the reference's count (on the
+    sphere, clusters at |x_i - x_j| <= 1e-3), whether tokens coincide or not."""
+    from test_span import CASES, first_save
+
+    for name, x in CASES:
+        if path == "lanes" and x.shape[1] > 8:
+            continue
+        assert first_save(path, x)[COLUMN.n_points] == ref.points_count(x), name
+    assert {ref.points_count(x) for _, x in CASES} >= {1, 2, 3, 20}
