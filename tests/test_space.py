@@ -209,6 +209,21 @@ def test_space_stays_out_of_ids_at_its_default_and_euclidean_takes_the_general_p
     assert kernel_plan(sphere_job).strategy.name == "lanes"
     euclid = sweep.plan(_config(model={"d": 3, "n": 8}, init={"kind": "uniform"})).jobs[0]
     assert kernel_plan(euclid).strategy.name == "general"
+    masked = sweep.plan(sweep.load({"name": "s", "model": {"d": 3, "n": 8, "mask": "causal"}}))
+    assert kernel_plan(euclid).variant == kernel_plan(masked.jobs[0]).variant  # no new one
+
+
+def test_float32_follows_float64():
+    """The same kernels in single precision, within float32's reach of float64."""
+    x0 = np.random.default_rng(4).standard_normal((8, 3))
+    model = dict(attention="softmax", beta=1.0, space="euclidean", rate=1.0)
+    runs = [run_kernel(x0, method="rk4", dt=0.05, stride=10, n_saves=5, dtype=dtype,
+                       model=model) for dtype in (np.float64, np.float32)]
+    (s64, o64, x64, _), (s32, o32, x32, _) = runs
+    assert s64 == s32 == 0 and x32.dtype == np.float32
+    np.testing.assert_allclose(x32, x64, atol=1e-5)
+    np.testing.assert_allclose(o32[:, COLUMN.mean_cosine], o64[:, COLUMN.mean_cosine],
+                               atol=1e-5)
 
 
 def test_a_gaussian_start_keeps_its_norms_and_its_jitter_is_not_renormalised():
