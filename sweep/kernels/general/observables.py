@@ -160,8 +160,8 @@ def observe_space(x, dyn, eps, out, work):
     the columns of pairwise cosines and clusters of the directions y_i / |y_i| (a token at the
     origin has direction 0), energy, attention_entropy and inter_attention NaN (the sphere's
     E_beta and the configured beta's weights, not this flow's), and span_dimension and
-    n_points of y itself (gram_rank, a cluster count, of the directions). The directions use work.ws[4], rk4's trial
-    state, which every step writes before it reads it."""
+    n_points of y itself (gram_rank, a cluster count, of the directions). The directions
+    use work.ws[4], rk4's trial state, which every step writes before it reads it."""
     if dyn.space != EUCLIDEAN:
         observe(x, dyn, eps, out, work)
         return
