@@ -103,7 +103,7 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
            $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/random-matrices.png \
-           $(FIG)/cosine-histograms-flow.png
+           $(FIG)/cosine-histograms-flow.png $(FIG)/euclidean-polytope.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -120,7 +120,7 @@ figure-files: $(FIGURES)
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
 $(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
 $(RES)/two-cluster-merge.nc $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc \
-$(RES)/cosine-histograms-flow.nc: \
+$(RES)/cosine-histograms-flow.nc $(RES)/euclidean-polytope.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -215,6 +215,11 @@ $(FIG)/entropy-monotone.json: $(RES)/entropy-monotone.monotone.nc figures/entrop
 # beta_scale (docs/models.md): the sidecar figures/beta-scale.json, rendered by sidecars.py.
 $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysis/results.py
 	$(PY) figures/beta_scale.py $< $@
+
+# euclidean space (docs/models.md): the limit points against the hulls, figures/euclidean-
+# polytope.png and its sidecar .json, whose table sidecars.py renders into docs/models.md
+$(FIG)/euclidean-polytope.png: $(RES)/euclidean-polytope.nc figures/euclidean_polytope.py
+	$(PY) figures/euclidean_polytope.py $< $@
 
 # The same question at a fixed overlap gap, the claim's premise (docs/models.md): 4 tight
 # clusters, inter_attention at t_max per beta_scale and d, the fitted decay rate against the

@@ -289,6 +289,21 @@ def beta_scale_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def euclidean_polytope_table() -> str:
+    """Limit points of euclidean space's flow per beta (docs/models.md), from
+    figures/euclidean-polytope.json."""
+    facts = load("euclidean-polytope.json")
+    lines = ["| beta | limit points (n_points at t_max): median (range) | vertices of the "
+             "start's hull (median) | limits inside the start's hull | limits all vertices "
+             "of their hull | limits at a start vertex (median) |", "|---|---|---|---|---|---|"]
+    for r in facts["rows"]:
+        p = r["n_points"]
+        lines.append(f"| {r['beta']:g} | {p['median']:g} ({p['min']} to {p['max']}) | "
+                     f"{r['start_vertices']:g} | {r['inside']} of {r['seeds']} | "
+                     f"{r['vertices']} of {r['seeds']} | {r['at_start_vertices']:g} |")
+    return "\n".join(lines) + "\n"
+
+
 def _range(x: dict, form: str = "{:.2g}") -> str:
     return (f"{form.format(x['median'])} ({form.format(x['min'])} to "
             f"{form.format(x['max'])})")
@@ -656,6 +671,7 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-probe-table": trained_probe_table,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
+             "euclidean-polytope-table": euclidean_polytope_table,
              "overlap-gap-table": overlap_gap_table, "overlap-gap-fit": overlap_gap_fit,
              "staircase-table": staircase_table,
              "training-table": training_table, "training-prose": training_prose,

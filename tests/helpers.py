@@ -51,7 +51,7 @@ def kernel_velocity(x, dyn):
     from sweep.kernels.general.workspace import workspace
 
     out = np.empty_like(x)
-    velocity(x, dyn, METHOD_CODES["euler"], out, workspace(x, dyn))
+    velocity(x, dyn, METHOD_CODES["euler"], out, workspace(x, dyn), 1.0)
     return out
 
 

@@ -172,7 +172,7 @@ def observables(x, kind, beta, eps):
         max(sizes) / n,
         energy,
         entropy,
-    ], resolved(x, [a], eps), [span_dimension(x), gram_rank(x)]])
+    ], resolved(x, [a], eps), [span_dimension(x), gram_rank(x), points_count(x)]])
 
 
 def span_dimension(x):
@@ -496,3 +496,58 @@ def layer_block(h, blk, norm, norm_fn="layernorm", alpha=1.0, skip=1.0):
     if blk.ffn is not None:
         x = sub(x, ffn, blk.ln2)
     return np.array(x)
+
+
+# ---------------------------------------------------------------- euclidean space
+
+def points_count(x, rtol=1e-3):
+    """n_points: components of the graph |x_i - x_j| <= rtol max_k |x_k|."""
+    reach = rtol * np.linalg.norm(x, axis=1).max()
+    dist = np.linalg.norm(x[:, None, :] - x[None, :, :], axis=2)
+    return len(components(dist <= reach))
+
+
+def space_velocity(y, model, t, rate):
+    """dy/dt for y = exp(-rate t) x in R^d: the attention output with every beta times
+    exp(2 rate t), minus rate y (no projection)."""
+    gain = np.exp(2.0 * rate * t)
+    betas = _parts(model, y.shape[1])[0]
+    return zoo_output(y, dict(model, head_beta=[b * gain for b in betas])) - rate * y
+
+
+def space_step(y, model, method, dt, tick, rate):
+    """One euler, rk4 or heun step of euclidean space's rescaled flow, at time tick dt."""
+    t = tick * dt
+    f = lambda z, late: space_velocity(z, model, t + late * dt, rate)  # noqa: E731
+    if method == "rk4":
+        k1 = f(y, 0.0)
+        k2 = f(y + 0.5 * dt * k1, 0.5)
+        k3 = f(y + 0.5 * dt * k2, 0.5)
+        k4 = f(y + dt * k3, 1.0)
+        return y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    if method == "heun":
+        k1 = f(y, 0.0)
+        return y + dt / 2 * (k1 + f(y + dt * k1, 1.0))
+    return y + dt * f(y, 0.0)
+
+
+def space_observables(y, model, eps):
+    """Euclidean space's observables: those of the directions (gram_rank too), energy,
+    attention_entropy and inter_attention NaN, span_dimension and n_points of y itself."""
+    r = np.linalg.norm(y, axis=1, keepdims=True)
+    u = np.divide(y, r, out=np.zeros_like(y), where=r > 0)
+    out = zoo_observables(u, model, eps)
+    out[6] = out[7] = out[11] = np.nan
+    out[13], out[15] = span_dimension(y), points_count(y)
+    return out
+
+
+def space_trajectory(y, model, method, dt, stride, n_saves, eps, rate):
+    """Observables at each save and the final rescaled state, stepping like the kernel."""
+    obs, tick = [space_observables(y, model, eps)], 0
+    for _ in range(n_saves - 1):
+        for _ in range(stride):
+            y = space_step(y, model, method, dt, tick, rate)
+            tick += 1
+        obs.append(space_observables(y, model, eps))
+    return np.array(obs), y

@@ -40,13 +40,16 @@ DESCRIPTIONS = {
         "components": "layer models: the parts switched off",
         "redraw_every": "random qk / v drawn afresh every this many time units (a whole "
                         "multiple of save_every; docs/models.md); null: drawn once",
+        "space": "where the tokens live: the unit sphere, or R^d unnormalised (softmax flows "
+                 "only; docs/models.md, \"Euclidean space\")",
     },
     "init": {
         "kind": "how the start is drawn (docs/models.md)",
         "overlap": "equiangular: the initial pairwise cosine",
         "clusters": "clusters: how many",
         "spread": "clusters: their angular spread",
-        "jitter": "Gaussian perturbation added before renormalising",
+        "jitter": "Gaussian perturbation added before renormalising (not renormalised in "
+                  "euclidean space)",
         "path": "file: a .npy of starts, relative to the config file",
     },
     "integrate": {

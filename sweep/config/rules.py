@@ -50,6 +50,8 @@ def check_zoo(model: Model, init: Init, integ: Integrate, at: str) -> None:
         raise ConfigError(f"init.path: required with kind: file{at}")
     if model.redraw_every is not None:
         check_redraw(model, integ, at)
+    if model.space == "euclidean" or init.kind == "gaussian":
+        check_space(model, init, integ, at)
 
 
 def check_redraw(model: Model, integ: Integrate, at: str) -> None:
@@ -62,6 +64,35 @@ def check_redraw(model: Model, integ: Integrate, at: str) -> None:
         raise ConfigError(f"model.redraw_every: must be a whole multiple of "
                           f"integrate.save_every ({model.redraw_every} / {integ.save_every} "
                           f"= {per:g}){at}")
+
+
+# what euclidean space (docs/models.md) refuses: the key, what it must be, and the test
+_EUCLIDEAN_ONLY = (
+    ("model.layers", "null (a flow: layer stacks normalise)", lambda m, i: m.kind.stacked),
+    ("model.attention", "softmax", lambda m, i: m.attention != "softmax"),
+    ("model.noise", "0 (Brownian motion on the sphere)", lambda m, i: m.noise > 0),
+    ("model.mask", "not leaders (fixed on the sphere)", lambda m, i: m.mask.startswith("lea")),
+    ("model.ffn", "none", lambda m, i: m.ffn != "none"),
+    ("model.redraw_every", "null", lambda m, i: m.redraw_every is not None),
+    ("integrate.method", "euler, rk4 or heun (layer normalises)", lambda m, i: i.method == "layer"),
+)
+EUCLIDEAN_T_MAX = 300.0  # with V = I the attention's beta exp(2 t) stays finite below t = 354
+
+
+def check_space(model: Model, init: Init, integ: Integrate, at: str) -> None:
+    """model.space: euclidean runs the unnormalised flow of arXiv 2305.05465 in R^d;
+    init.kind: gaussian starts off the sphere, so only there."""
+    if model.space != "euclidean":
+        raise ConfigError(f"init.kind: gaussian starts off the sphere, set model.space: "
+                          f"euclidean (on the sphere it is uniform){at}")
+    for key, needed, refused in _EUCLIDEAN_ONLY:
+        if refused(model, integ):
+            value = getattr(model if key.startswith("model") else integ, key.partition(".")[2])
+            raise ConfigError(f"{key}: model.space: euclidean needs {needed}, got {value}{at}")
+    if model.v == "identity" and integ.t_max > EUCLIDEAN_T_MAX:
+        raise ConfigError(f"integrate.t_max: model.space: euclidean with v identity needs "
+                          f"t_max <= {EUCLIDEAN_T_MAX:g} (beta exp(2 t) overflows past "
+                          f"t = 354), got {integ.t_max}{at}")
 
 
 def _whole(span: float, step: float, too_many: str, not_whole: str, at: str) -> None:

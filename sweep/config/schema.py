@@ -33,7 +33,6 @@ def make_rule(kind: type, *, choices=None, low=None, high=None, low_open=False, 
 
 SPECS = (str, list)  # a kind: one spec, or a list of specs (one per layer)
 
-
 def _field(default, kind: type, **rule):
     return field(default=default, metadata=make_rule(kind, **rule))
 
@@ -131,8 +130,9 @@ class Model:
     ffn_width: int | None = _field(None, int, low=1, nullable=True)
     weights: str | None = _field(None, str, nullable=True)
     components: str = _field("full", str, check=_components)
-    # random qk / v drawn afresh every redraw_every time units (sweep.execution.redraw)
+    # random qk / v drawn afresh every redraw_every (sweep.execution.redraw); space: models.md
     redraw_every: float | None = _field(None, float, low=0.0, low_open=True, nullable=True)
+    space: str = _field("sphere", str, choices=("sphere", "euclidean"))
 
     @property
     def kind(self) -> ModelKind:
@@ -148,7 +148,7 @@ class Model:
 @dataclass(frozen=True)
 class Init:
     kind: str = _field("uniform", str, choices=("uniform", "orthonormal", "equiangular",
-                                                "clusters", "circle", "file"))
+                                                "clusters", "circle", "file", "gaussian"))
     overlap: float = _field(0.0, float, low=0.0, high=1.0, high_open=True)
     clusters: int = _field(4, int, low=1)
     spread: float = _field(0.1, float, low=0.0)
@@ -213,7 +213,7 @@ SECTIONS = {"model": Model, "init": Init, "integrate": Integrate}
 # leaves each out while it holds its default, so results on disk keep their ids
 LATER_KEYS = {Model: ("beta_scale", "layers", "alpha", "skip", "norm", "norm_fn",
                       "head_combine", "layer_beta", "ffn_width", "weights", "components",
-                      "redraw_every")}
+                      "redraw_every", "space")}
 
 
 def id_fields(section) -> dict[str, Any]:

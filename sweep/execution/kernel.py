@@ -122,10 +122,11 @@ def kernel_plan(job: Job) -> KernelPlan:
 
 
 def fast_path_covers(model, integ) -> bool:
-    """Whether the fast kernels (identity matrices, one head, dense, no noise) cover a job."""
-    plain = (model.heads == 1 and model.head_beta is None and model.qk == "identity"
-             and model.v in ("identity", "qk") and model.mask == "dense"
-             and model.noise == 0.0 and model.ffn == "none")
+    """Whether the fast kernels (identity matrices, one head, dense, no noise, on the sphere)
+    cover a job; euclidean space runs on the general path only."""
+    plain = (model.space == "sphere" and model.heads == 1 and model.head_beta is None
+             and model.qk == "identity" and model.v in ("identity", "qk")
+             and model.mask == "dense" and model.noise == 0.0 and model.ffn == "none")
     if not plain:
         return False
     beta = model.beta * model.beta_factor  # the effective beta (model.beta_scale)

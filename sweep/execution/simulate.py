@@ -82,24 +82,25 @@ def initial_state(job: Job) -> np.ndarray:
     """[n, d]: unit rows, except a file's rows for a layer model whose blocks normalise
     (norm: post | pre | peri), which take them as they are (hidden states). A new array."""
     m, init = job.model, job.init
+    unit = m.space == "sphere"  # euclidean space keeps a start's norms and its jitter's
     if init.kind != "file":
         drawn = _drawn if m.n * m.d <= CACHED_START_SIZE else _drawn.__wrapped__
-        return drawn(job.seed, init, m.n, m.d).copy()
-    as_is = m.kind.stacked and m.norm != "sphere"  # hidden states, taken as they are
+        return drawn(job.seed, init, m.n, m.d, unit).copy()
+    as_is = m.kind.stacked and m.norm != "sphere" or not unit  # taken as they are
     given = inputs.start(init.path, job.source, m.n, m.d, job.seed,
                          job.digests.get("init.path"), unit=not as_is)
-    return states.draw(init, m.n, m.d, start_rng(job), given)
+    return states.draw(init, m.n, m.d, start_rng(job), given, unit)
 
 
 CACHED_START_SIZE = 2048  # n d of the largest start kept: 4,096 of them hold 64 MiB at most
 
 
 @functools.lru_cache(maxsize=4096)
-def _drawn(seed: int, init, n: int, d: int) -> np.ndarray:
+def _drawn(seed: int, init, n: int, d: int, unit: bool = True) -> np.ndarray:
     """The start drawn for (seed, init, n, d), read-only: every beta of a sweep shares it, so
     a phase diagram of small systems draws each start once, not once per beta (for small
     systems drawing is a noticeable share of a job)."""
-    x = states.draw(init, n, d, _start_rng(seed, init, n, d), None)
+    x = states.draw(init, n, d, _start_rng(seed, init, n, d), None, unit)
     x.flags.writeable = False
     return x
 
@@ -123,7 +124,19 @@ def job_dynamics(job: Job, segment: int = 0) -> Dynamics:
     key = noise_key(job) if not segment else int(stable_hash(
         {"noise": job.seed, "n": m.n, "d": m.d, **again}), 16) >> 1
     return dynamics(m.attention, m.beta * f, heads=m.heads, head_beta=head_beta, qk=qk, v=v,
-                    mask=m.mask, noise=m.noise, noise_key=key, ffn=ffn)
+                    mask=m.mask, noise=m.noise, noise_key=key, ffn=ffn, space=m.space,
+                    rate=growth_rate(m.space, v))
+
+
+def growth_rate(space: str, v) -> float:
+    """c of euclidean space's state y = exp(-c t) x (docs/models.md): 1 for V = I (then y is
+    the paper's z = exp(-t V) x), else the largest real part of an eigenvalue of any V_h, or
+    0 if none is positive; 0 on the sphere."""
+    if space != "euclidean":
+        return 0.0
+    if v is None:
+        return 1.0
+    return max(0.0, float(np.max(np.linalg.eigvals(v).real)))
 
 
 def simulate(job: Job, positions: str = "none", stop: np.ndarray | None = None,

@@ -1,6 +1,8 @@
 """Initial token configurations on S^{d-1}. Pure NumPy; the caller passes the generator.
 
-x: [n, d] float64 with unit rows.
+x: [n, d] float64 with unit rows; except `gaussian` (euclidean space only: standard Gaussian
+points in R^d, whose convex hull has interior points) and any start drawn with unit=False
+(euclidean space), whose jitter is added without renormalising.
 """
 
 from __future__ import annotations
@@ -58,12 +60,15 @@ def circle(n: int, d: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def draw(init, n: int, d: int, rng: np.random.Generator,
-         given: np.ndarray | None = None) -> np.ndarray:
-    """The start named by an `Init` section, with its Gaussian jitter, renormalised.
+         given: np.ndarray | None = None, unit: bool = True) -> np.ndarray:
+    """The start named by an `Init` section, with its Gaussian jitter, renormalised (unless
+    unit is False: euclidean space).
 
     given: the [n, d] start of `kind: file`, read by the caller (this module reads no files).
     """
-    if init.kind == "file":
+    if init.kind == "gaussian":
+        x = rng.standard_normal((n, d))
+    elif init.kind == "file":
         x = np.array(given, dtype=np.float64)
     elif init.kind == "clusters":
         x = clusters(n, d, init.clusters, init.spread, rng)
@@ -78,5 +83,6 @@ def draw(init, n: int, d: int, rng: np.random.Generator,
     else:
         raise ValueError(f"unknown init kind {init.kind!r}")
     if init.jitter > 0:
-        x = _normalize(x + init.jitter * rng.standard_normal((n, d)))
+        x = x + init.jitter * rng.standard_normal((n, d))
+        x = _normalize(x) if unit else x
     return x

@@ -76,6 +76,12 @@ MASK_CODES = {"dense": DENSE, "causal": CAUSAL, "window": WINDOW, "topk": TOPK,
               "groups": GROUPS, "leaders": LEADERS}
 PARAMETRIC_MASKS = ("window", "topk", "groups", "leaders")
 
+# where the tokens live (model.space; kernels/general/integrators.py): on the unit sphere, or
+# in R^d unnormalised and tracked as y = exp(-rate t) x (docs/models.md, "Euclidean space")
+SPHERE = 0
+EUCLIDEAN = 1
+SPACE_CODES = {"sphere": SPHERE, "euclidean": EUCLIDEAN}
+
 
 def parse_mask(text: str) -> tuple[int, int]:
     """'dense' | 'causal' | 'window:W' | 'topk:K' | 'groups:G' | 'leaders:L' -> (code, param).

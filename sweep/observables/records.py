@@ -82,6 +82,7 @@ def _numbered(records: tuple[Observable, ...]) -> tuple[Observable, ...]:
 
 _PAIRS = "observables.summary.pair_columns"
 _SPAN = "observables.span.span_dimension"
+POINTS_RTOL = 1e-3  # n_points' tolerance, relative to the largest norm
 SPAN_RTOL = 1e-3  # span_dimension's tolerance, relative to the largest singular value
 _GRAM_RANK = "observables.gramrank.gram_rank"
 GRAM_COSINE = 0.9999  # gram_rank's threshold, the reference codes' (arXiv 2312.10794)
@@ -159,6 +160,14 @@ RECORDS = _numbered((
                "clusters when each is a clique of that graph; 1 at total collapse",
                (1.0, "n"), everywhere(_GRAM_RANK), kernel="sweep.observables.gramrank:gram_rank",
                parameters=(GRAM_COSINE,)),
+    # of x alone (observables/points.py), tolerance 1e-3 relative to the largest norm
+    Observable("n_points", "number of distinct token positions: components of the graph "
+               "|x_i - x_j| <= 0.001 max_k |x_k|",
+               "number of distinct token positions, components of the graph \\|x_i - x_j\\| "
+               "<= 0.001 max_k \\|x_k\\| (scale-free); in euclidean space, of the rescaled "
+               "tokens: the limit points reached ([models.md](models.md))", (1.0, "n"),
+               everywhere("observables.points.n_points"),
+               kernel="sweep.observables.points:n_points", parameters=(POINTS_RTOL,)),
 ))
 
 # per job, over the axes only

@@ -6,13 +6,24 @@ unnormalized (USA):  v_i^h = (1/n) sum_j exp(beta_h s_ij) V_h x_j
 relu:                v_i^h = (1/n) sum_j max(0, beta_h s_ij) V_h x_j
 hardmax:             v_i^h = V_h x_j*,  j* = argmax_{j != i} s_ij
 and v_i = (1/h) sum_h v_i^h + W x_i (W the optional FFN matrix). Leaders never move.
+In euclidean space (model.space) the state is y = exp(-c t) x, whose field is
+dy_i/dt = v_i - c y_i with every beta_h times gain = exp(2 c t): the scores of x itself.
 (Geshkovski, Letrouit, Polyanskiy, Rigollet, arXiv 2312.10794; hardmax: Alcalde, Geshkovski,
 Ruiz-Balet, arXiv 2508.09628.)
 """
 
 import numpy as np
 
-from sweep.kernels.codes import HARDMAX, LAYER, LEADERS, RELU, SOFTMAX, TOPK, UNNORMALIZED
+from sweep.kernels.codes import (
+    EUCLIDEAN,
+    HARDMAX,
+    LAYER,
+    LEADERS,
+    RELU,
+    SOFTMAX,
+    TOPK,
+    UNNORMALIZED,
+)
 from sweep.kernels.general.masks import keep_top, partners
 from sweep.kernels.sphere import dot, project_row
 from sweep.numerics._jit import jit
@@ -121,17 +132,19 @@ def moving(x, dyn):
 
 
 @jit
-def velocity_row(x, i, keys, values, dyn, radial, out, s, cols, acc):
+def velocity_row(x, i, keys, values, dyn, radial, gain, out, s, cols, acc):
     """out[:] = v_i - radial <x_i, v_i> x_i: P_{x_i}(v_i) for radial = 1, v_i itself for 0
     (the layer method adds the attention output to x unprojected; a factor, not a branch,
     which cost the general path time). The heads are combined as a running mean, so
-    h identical heads give exactly the one-head velocity (acc - out is then exactly zero)."""
+    h identical heads give exactly the one-head velocity (acc - out is then exactly zero).
+    gain multiplies every beta_h (1.0 on the sphere, where the product is beta_h exactly)."""
     d = x.shape[1]
     out[:] = 0.0
     if frozen(i, dyn):
         return
     for h in range(dyn.betas.shape[0]):
-        m = row_weights(x[i], i, keys[min(h, keys.shape[0] - 1)], dyn, dyn.betas[h], s, cols)
+        m = row_weights(x[i], i, keys[min(h, keys.shape[0] - 1)], dyn, dyn.betas[h] * gain,
+                        s, cols)
         vh = values[min(h, values.shape[0] - 1)]
         acc[:] = 0.0
         for c in range(m):
@@ -147,12 +160,19 @@ def velocity_row(x, i, keys, values, dyn, radial, out, s, cols, acc):
 
 
 @jit
-def velocity(x, dyn, method, out, work):
-    """out[i] = P_{x_i}(v_i) for all i, or v_i for the layer method.  x, out: [n, d];
+def velocity(x, dyn, method, out, work, gain):
+    """out[i] = P_{x_i}(v_i) for all i, or v_i for the layer method, or v_i - c x_i in
+    euclidean space (x then the rescaled y, gain = exp(2 c t)).  x, out: [n, d];
     method: a METHOD_CODES value (a variable, never a literal: a literal argument would
     compile another specialisation); work: workspace.Work scratch."""
     keys = head_inputs(x, dyn.qk, dyn.identity, work.keys)
     values = head_inputs(x, dyn.v, dyn.identity, work.values)
-    radial = 0.0 if method == LAYER else 1.0
+    euclidean = dyn.space == EUCLIDEAN
+    radial = 0.0 if method == LAYER or euclidean else 1.0
     for i in range(x.shape[0]):
-        velocity_row(x, i, keys, values, dyn, radial, out[i], work.w, work.cols, work.acc)
+        velocity_row(x, i, keys, values, dyn, radial, gain, out[i], work.w, work.cols,
+                     work.acc)
+    if euclidean:
+        for i in range(x.shape[0]):
+            for k in range(x.shape[1]):
+                out[i, k] -= dyn.rate * x[i, k]

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from sweep.kernels.general.integrators import step
 from sweep.kernels.general.model import Dynamics
-from sweep.kernels.general.observables import observe
+from sweep.kernels.general.observables import observe_space
 from sweep.kernels.general.workspace import Work, workspace
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit
@@ -36,7 +36,7 @@ def _advance(system, x, tick, steps, stop):
 
 @jit
 def _record(system, x, obs, s):
-    observe(x, system.dyn, system.eps, obs[s], system.work)
+    observe_space(x, system.dyn, system.eps, obs[s], system.work)
 
 
 implement(System, _advance, _record)

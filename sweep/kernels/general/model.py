@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from sweep.kernels.codes import ATTENTION_CODES, parse_mask
+from sweep.kernels.codes import ATTENTION_CODES, SPACE_CODES, parse_mask
 
 
 class Dynamics(NamedTuple):
@@ -24,7 +24,9 @@ class Dynamics(NamedTuple):
     qk: [h, d, d] score matrices M_h = Q_h^T K_h, so s_ij = beta_h <x_i, M_h x_j>;
     v: [h, d, d] value matrices; mask, mask_param: code above and its W, K, G or L;
     noise: diffusion D >= 0; noise_key: seed of the counter-based noise stream;
-    ffn: [d, d] matrix W (v_i += W x_i) or [0, 0] for none.
+    ffn: [d, d] matrix W (v_i += W x_i) or [0, 0] for none;
+    space: SPHERE or EUCLIDEAN; rate: c of the euclidean state y = exp(-c t) x (0 on the
+    sphere): dy_i/dt = v_i(y; beta_h exp(2 c t)) - c y_i (integrators.py).
     """
 
     attention: int
@@ -38,6 +40,8 @@ class Dynamics(NamedTuple):
     noise: float
     noise_key: int
     ffn: np.ndarray
+    space: int
+    rate: float
 
 
 def _heads(m, heads: int) -> np.ndarray:
@@ -48,9 +52,10 @@ def _heads(m, heads: int) -> np.ndarray:
 
 def dynamics(attention: str, beta: float, *, heads: int = 1, head_beta=None, qk=None, v=None,
              mask: str = "dense", noise: float = 0.0, noise_key: int = 0,
-             ffn=None) -> Dynamics:
+             ffn=None, space: str = "sphere", rate: float = 0.0) -> Dynamics:
     """Build the tuple. qk, v: None (identity), [d, d] (every head) or [h, d, d];
-    ffn: None or [d, d]. head_beta: None (every head uses beta) or h values."""
+    ffn: None or [d, d]. head_beta: None (every head uses beta) or h values; space, rate:
+    see Dynamics."""
     betas = np.full(heads, float(beta)) if head_beta is None else np.array(head_beta, float)
     if betas.shape != (heads,):
         raise ValueError(f"head_beta has {betas.size} values for {heads} head(s)")
@@ -64,4 +69,4 @@ def dynamics(attention: str, beta: float, *, heads: int = 1, head_beta=None, qk=
     code, param = parse_mask(mask)
     w = np.zeros((0, 0)) if ffn is None else np.array(ffn, dtype=np.float64, order="C")
     return Dynamics(ATTENTION_CODES[attention], float(beta), betas, identity, qk, v, code,
-                    param, float(noise), int(noise_key), w)
+                    param, float(noise), int(noise_key), w, SPACE_CODES[space], float(rate))

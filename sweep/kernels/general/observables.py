@@ -8,12 +8,15 @@ on how it was reached.
 
 import numpy as np
 
-from sweep.kernels.codes import COLUMN
+from sweep.kernels.codes import COLUMN, EUCLIDEAN
 from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
 from sweep.kernels.sphere import dot
 from sweep.numerics._jit import jit
 from sweep.observables.extra import standalone
 from sweep.observables.groups import label_clusters, resolve
+from sweep.observables.points import n_points
+from sweep.observables.records import POINTS_RTOL, SPAN_RTOL
+from sweep.observables.span import span_dimension
 from sweep.observables.summary import pair_columns, union
 
 
@@ -149,3 +152,27 @@ def observe(x, dyn, eps, out, work):
             grp.outside[i] = outside_row(x, i, keys, dyn, work)
     resolve(x, groups, grp, out)
     standalone(x, out)
+
+
+@jit
+def observe_space(x, dyn, eps, out, work):
+    """`observe` on the sphere. In euclidean space (x the rescaled tokens y, docs/models.md):
+    the columns of pairwise cosines and clusters of the directions y_i / |y_i| (a token at the
+    origin has direction 0), energy, attention_entropy and inter_attention NaN (the sphere's
+    E_beta and the configured beta's weights, not this flow's), and span_dimension and
+    n_points of y itself (gram_rank, a cluster count, of the directions). The directions
+    use work.ws[4], rk4's trial state, which every step writes before it reads it."""
+    if dyn.space != EUCLIDEAN:
+        observe(x, dyn, eps, out, work)
+        return
+    u = work.ws[4]
+    for i in range(x.shape[0]):
+        r = np.sqrt(dot(x[i], x[i]))
+        for k in range(x.shape[1]):
+            u[i, k] = x[i, k] / r if r > 0.0 else 0.0
+    observe(u, dyn, eps, out, work)
+    out[COLUMN.energy] = np.nan
+    out[COLUMN.attention_entropy] = np.nan
+    out[COLUMN.inter_attention] = np.nan
+    out[COLUMN.span_dimension] = span_dimension(x, SPAN_RTOL)
+    out[COLUMN.n_points] = n_points(x, POINTS_RTOL)

@@ -1,0 +1,44 @@
+"""n_points: how many distinct positions the tokens x: [n, d] occupy, at a tolerance rtol
+(its record's parameter) relative to the largest norm:
+
+    n_points = the number of components of the graph |x_i - x_j| <= rtol max_k |x_k|.
+
+In euclidean space (model.space: euclidean, docs/models.md) x is the rescaled state
+y = exp(-c t) x, and with V = I the tokens converge to 0 or to points of the boundary of a
+convex polytope (arXiv 2305.05465, its theorem for V = I; to its vertices, in the paper's
+experiments): n_points is then the number of distinct limit points reached. On the sphere
+it is a cluster count at the cosine 1 - rtol^2 / 2. Scale-free (the same for x and a x,
+a > 0), O(n^2 d), summed in a fixed order, so the same x gives the same count on every path.
+"""
+
+import numpy as np
+
+from sweep.numerics._jit import jit
+from sweep.observables.summary import find, union
+
+
+@jit
+def n_points(x, rtol):
+    """The number of distinct positions of the rows of x (see the module docstring)."""
+    n, d = x.shape
+    top = 0.0
+    for i in range(n):
+        r2 = 0.0
+        for k in range(d):
+            r2 += np.float64(x[i, k]) * x[i, k]
+        top = max(top, r2)
+    reach = rtol * rtol * top
+    parent = np.arange(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            s = 0.0
+            for k in range(d):
+                e = np.float64(x[i, k]) - x[j, k]
+                s += e * e
+            if s <= reach:
+                union(parent, i, j)
+    count = 0
+    for i in range(n):
+        if find(parent, i) == i:
+            count += 1
+    return float(count)
