@@ -16,6 +16,10 @@ ModelOpt = Annotated[str, typer.Option(
     "--model", metavar="minilm|DIR", help="minilm (all-MiniLM-L6-v2; `make models` installs "
     "it) or a directory with config.json, model.safetensors and tokenizer.json.")]
 
+BinsOpt = Annotated[int, typer.Option(
+    min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
+    "cosines (cosine_hist, a density).")]
+
 
 def _also_save(flag: str, what: str):
     """An option naming a .npy file the probe also writes, holding `what`."""
@@ -45,9 +49,7 @@ def probe_cmd(
         threshold: Annotated[float, typer.Option(
             min=-1.0, max=1.0, metavar="COSINE",
             help="Cosine threshold of the coarse_* clusters.")] = 0.9,
-        bins: Annotated[int, typer.Option(
-            min=1, metavar="BINS", help="Bins over [-1, 1] of each layer's histogram of pairwise "
-            "cosines (cosine_hist, a density).")] = 40,
+        bins: BinsOpt = 40,
         save_embeddings: _also_save(
             "--save-embeddings", "the model's layer 0 for the text ((n, d) float64, "
             "unnormalised): the start (init.kind: file) of a layer model that is this model")

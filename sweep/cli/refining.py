@@ -18,6 +18,13 @@ from sweep.errors import ConfigError
 Direction = choices("RefineDirection", DIRECTIONS)
 
 
+# how a job array runs the rounds (sweep submit --refine)
+ShardOpt = Annotated[str | None, typer.Option(
+    "--shard", metavar="I/K", help="Run shard I of K of each round; stops at a round other "
+    "shards still owe jobs of (run it again once they are done).")]
+RoundOpt = Annotated[int | None, typer.Option(
+    "--round", min=0, metavar="R", help="Run round R alone (its shard), the rounds before it "
+    "read from the parts, then stop: a task of one round's job array (sweep submit --refine).")]
 QUESTION = ("var", "level", "along", "tol", "budget", "seeds_per_point", "time", "direction")
 
 
@@ -51,13 +58,7 @@ def refine_cmd(
             "written (default: <output.path stem>.refine.nc).")] = None,
         workers: Annotated[int | None, typer.Option(
             "--workers", min=1, metavar="N", help="Jobs run at once.")] = None,
-        shard: Annotated[str | None, typer.Option(
-            "--shard", metavar="I/K", help="Run shard I of K of each round; stops at a round "
-            "other shards still owe jobs of (run it again once they are done).")] = None,
-        round_: Annotated[int | None, typer.Option(
-            "--round", min=0, metavar="R", help="Run round R alone (its shard), the rounds before "
-            "it read from the parts, then stop: a task of one round's job array (sweep submit "
-            "--refine).")] = None):
+        shard: ShardOpt = None, round_: RoundOpt = None):
     """Locate where the seed-mean VAR first crosses LEVEL along AXIS, per point of the other
     axes, to a bracket of width T, by rounds of jobs (docs/refine.md).
 

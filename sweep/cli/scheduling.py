@@ -4,6 +4,7 @@ array plus a merge job) and compile (the kernel cache the array tasks share)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -89,6 +90,16 @@ def _status_record(st: api.Status) -> dict:
             "resubmit": st.resubmit, "merged": st.merged}
 
 
+# what each task asks the scheduler for
+CpusOpt = Annotated[int | None, typer.Option(
+    "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: --workers, else 1); "
+    "a --scheduler-arg asking for CPUs replaces it.")]
+MemOpt = Annotated[str | None, typer.Option(
+    "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M (default: what "
+    "`sweep plan` says C running jobs need, plus the interpreter); a --scheduler-arg asking "
+    "for memory replaces it.")]
+
+
 @app.command("submit")
 def submit_cmd(
         config: ConfigArg, sets: SetOpt = None, path: OutOpt = None,
@@ -110,13 +121,7 @@ def submit_cmd(
         workers: Annotated[int | None, typer.Option(
             "--workers", min=1, metavar="N",
             help="Jobs at once in each task (default: its CPUs).")] = None,
-        cpus: Annotated[int | None, typer.Option(
-            "--cpus", min=1, metavar="C", help="CPUs each task asks for (default: --workers, else "
-            "1); a --scheduler-arg asking for CPUs replaces it.")] = None,
-        memory: Annotated[str | None, typer.Option(
-            "--mem", metavar="SIZE", help="Memory each task asks for, e.g. 4G or 4096M (default: "
-            "what `sweep plan` says C running jobs need, plus the interpreter); a --scheduler-arg "
-            "asking for memory replaces it.")] = None,
+        cpus: CpusOpt = None, memory: MemOpt = None,
         refine: Annotated[str | None, typer.Option(
             "--refine", metavar="OPTIONS", help="Submit a refinement instead: the options of "
             "`sweep refine` as one string, e.g. `--refine '--var clustered_fraction --level 0.5 "
@@ -140,7 +145,13 @@ def submit_cmd(
                           asked, cpus, memory)
     if done.round is not None:
         _print_rounds(done, dry_run)
-        return
+    else:
+        _print_submitted(done, config, sets, path, shards)
+
+
+def _print_submitted(done, config: Path, sets: list[str] | None, path: Path | None,
+                     shards: int) -> None:
+    """What `sweep submit` wrote and submitted (or, dry, would submit), and how to follow it."""
     task, merge = done.plan.requests
     says = (f"each task asks for {task.describe()}, the merge job {merge.describe()} "
             "(--cpus, --mem or a --scheduler-arg change them)")
