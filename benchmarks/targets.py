@@ -20,6 +20,8 @@ table of docs/performance.md).
   tiny       100,000 jobs of (4, 2) x 2 steps: part files, then a fully skipped rerun,
              `status` and `merge`
   plan       `sweep plan` of a 1,000,000-job grid: wall and peak memory
+  cold_compile  `sweep compile configs/demo.yaml` into an empty compile cache (what the
+             first run after an install waits for): wall, CPU
 Usage: python benchmarks/targets.py [--quick]  (--quick: a tenth of each size)
 """
 
@@ -44,6 +46,7 @@ from cli_sweep import SWEEP, WARM, kernel_share, process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
+DEMO = ROOT / "configs" / "demo.yaml"
 N, SEEDS, STEPS = workload.N, workload.SEEDS, workload.STEPS
 
 
@@ -117,6 +120,13 @@ def plan(tmp: Path, seeds: int) -> dict:
     return {"jobs": 1000 * seeds, **command("plan", str(cfg))}
 
 
+def cold_compile(tmp: Path) -> dict:
+    """`sweep compile` of the demo into an empty compile cache (Python's bytecode cached)."""
+    env = {**WARM, "NUMBA_CACHE_DIR": str(tmp / "cold-cache")}
+    return {"variants": ["lanes-float64", "rows-float64"],
+            **process([sys.executable, "-m", "sweep", "compile", str(DEMO)], env=env)}
+
+
 def main(quick: bool = False) -> Path:
     scale = 10 if quick else 1
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,6 +134,7 @@ def main(quick: bool = False) -> Path:
         result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat("T", "seconds"),
                   "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
                   "bytecode_cache": "PYTHONDONTWRITEBYTECODE" not in WARM,
+                  "cold_compile": cold_compile(tmp),
                   "reference": reference(tmp, 90 // scale)}
         result["reference_code"] = reference_code.entry(tmp, 90 // scale, result["reference"],
                                                         tmp / "phase.nc")

@@ -124,3 +124,14 @@ def test_the_large_rows_give_the_ratios_of_the_symmetric_kernel():
     assert shown["ratio `symmetric` / JAX, float64, steady (JAX compiling 0.25 s apart)"] == (
         "", "2.50")
     assert shown["JAX at (2048, 128) float32"] == ("", "not measured (jax not installed)")
+
+
+def test_the_cold_compile_row_shows_the_wall_against_its_target_or_says_not_measured():
+    absent, measured = newest(), newest()
+    absent.pop("cold_compile", None)
+    measured["cold_compile"] = {"variants": ["lanes-float64"], "wall_s": 12.34, "cpu_s": 11.0,
+                                "peak_mib": 300.0}
+    rows = {m: (t, v) for m, t, v in targets_table.rows(measured) if m.startswith("cold compile")}
+    assert list(rows.values()) == [("<= 20 s", "12.3 s (CPU 11.0 s)")]
+    shown = [v for m, _, v in targets_table.rows(absent) if m.startswith("cold compile")]
+    assert shown == ["not measured in this run (not in this JSON)"]

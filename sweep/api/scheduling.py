@@ -21,14 +21,15 @@ if TYPE_CHECKING:
     from sweep.storage.store import Store
 
 
-def compile_kernels(config: Config) -> list[str]:
+def compile_kernels(config: Config, compiling=lambda variants: None) -> list[str]:
     """Compile exactly the kernel variants the config's jobs call into the compile cache,
     before many tasks start at once; returns their names (KernelPlan.variant). A training
-    config (load_training) compiles those its observed runs call."""
+    config (load_training) compiles those its observed runs call. compiling(names) is
+    called first with those the cache does not hold yet, if any."""
     from sweep.execution.simulate import warm_up
 
     jobs = expand(getattr(config, "config", config))
-    warm_up(jobs)
+    warm_up(jobs, compiling)
     return list(variants(jobs))
 
 

@@ -84,7 +84,7 @@ def run_hooks(console: Console, name: str, describe: Callable) -> Iterator[Hooks
 
     if not console.is_terminal:
         lines = LogLines(name, say)
-        yield Hooks(start=_skipped(say, lines.start), compiling=_compiling(say),
+        yield Hooks(start=_skipped(say, lines.start), compiling=compiling(say),
                     job_done=_reported(say, describe, lines.job_done), notice=say,
                     tick=lines.tick)
         return
@@ -98,7 +98,7 @@ def run_hooks(console: Console, name: str, describe: Callable) -> Iterator[Hooks
             bar.console.print(message, markup=False, soft_wrap=True, highlight=False)
 
         yield Hooks(start=_skipped(say_above, lambda todo, _: bar.update(task, total=todo)),
-                    compiling=_compiling(say_above),
+                    compiling=compiling(say_above),
                     job_done=_reported(say_above, describe, lambda *_: bar.advance(task)),
                     notice=say_above)
 
@@ -111,15 +111,16 @@ def _skipped(say, then):
     return start
 
 
-def _compiling(say):
-    def compiling(variants: list[str]) -> None:
+def compiling(say):
+    """The hook that says which kernels compile, for about how long, before they do."""
+    def say_compiling(variants: list[str]) -> None:
         from sweep.execution.kernel import cold_compile_seconds
         from sweep.numerics import cache
 
         say(f"compiling kernels {', '.join(variants)} (about "
             f"{cold_compile_seconds(variants):.0f} s, once: they are cached in "
             f"{cache.directory()})")
-    return compiling
+    return say_compiling
 
 
 def _reported(say, describe, then):

@@ -174,14 +174,19 @@ def _print_submitted(done, config: Path, sets: list[str] | None, path: Path | No
               markup=False, soft_wrap=True)
 
 
+def _said(message: str) -> None:
+    out.print(message, markup=False, soft_wrap=True)
+
+
 @app.command("compile")
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     """Compile the kernels the config's jobs call into the compile cache (before many tasks
     start at once: concurrent first compilation into one cache can crash)."""
+    from sweep.cli.progress import compiling
     from sweep.numerics import cache
 
     with user_errors():
-        compiled = api.compile_kernels(_load_any(config, sets))
+        compiled = api.compile_kernels(_load_any(config, sets), compiling(_said))
     out.print(f"kernels compiled ({', '.join(compiled)}) into {cache.directory()}",
               markup=False, soft_wrap=True)
 

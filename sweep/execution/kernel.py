@@ -70,9 +70,12 @@ class Strategy:
 
 
 GENERAL = Strategy("general", 1.5e9, 20.0)            # kernels/general/: every model
-ROWS = Strategy("rows", 1.0e10, 12.0, copies=2, batched=True,  # the Gram matrix, weights
+# rows and lanes compile one method each (kernels/methods.kind): the demo's two took 0.42
+# of the CPU time they took when every variant held all three methods (benchmarks/HISTORY.md),
+# applied to the 12 and 50 s they took then
+ROWS = Strategy("rows", 1.0e10, 5.0, copies=2, batched=True,  # the Gram matrix, weights
                 square=lambda n, item, tile: 2 * n * n * 8)
-LANES = Strategy("lanes", 2.0e10, 50.0, copies=2, batched=True, min_batch=LANES_MIN)
+LANES = Strategy("lanes", 2.0e10, 21.0, copies=2, batched=True, min_batch=LANES_MIN)
 BLOCKED = Strategy("blocked", 2.0e10, 5.0, copies=3, shared=True,  # a tile per thread
                    square=lambda n, item, tile: min(tile, n) * n * item + 4 * n * 8)
 LAYERS = Strategy("layers", 1.5e9, 20.0)              # the general step and observables
@@ -89,6 +92,7 @@ class KernelPlan:
     symmetric: bool = False  # blocked: whole n x n weights (Symmetric) or [TILE, n] tiles
     tile: int = TILE         # blocked: rows per BLAS call (fixed: the numbers depend on it)
     threads: int = 1         # blocked: threads sharing the tiles out (runner.py decides)
+    method: str = "euler"    # lanes, rows: the method compiled (euler also steps layer)
 
     @property
     def path(self) -> str:
@@ -97,8 +101,11 @@ class KernelPlan:
 
     @property
     def variant(self) -> str:
-        """What compiles separately: one set of kernels per path and dtype."""
-        return f"{self.path}-{self.dtype}"
+        """What compiles separately: one set of kernels per path and dtype, and on the
+        batched paths per method (lanes-float64 steps euler and layer, lanes-float64-rk4
+        rk4: kernels/methods.kind)."""
+        method = "" if self.method == "euler" else f"-{self.method}"
+        return f"{self.path}-{self.dtype}{method}"
 
     def on(self, threads: int) -> KernelPlan:
         """The same kernel with its row tiles shared over `threads` (blocked only)."""
@@ -115,7 +122,8 @@ def kernel_plan(job: Job) -> KernelPlan:
     if not fast_path_covers(model, integ):
         return KernelPlan(GENERAL, integ.dtype)
     if model.n < BLOCKED_MIN_N:
-        return KernelPlan(LANES if model.d <= LANES_MAX_D else ROWS, integ.dtype)
+        method = "euler" if integ.method == "layer" else integ.method
+        return KernelPlan(LANES if model.d <= LANES_MAX_D else ROWS, integ.dtype, method=method)
     item = np.dtype(integ.dtype).itemsize
     symmetric = SYMMETRIC_MIN_N <= model.n and model.n**2 * item <= SYMMETRIC_MAX_BYTES
     return KernelPlan(BLOCKED, integ.dtype, symmetric=symmetric)
@@ -234,7 +242,7 @@ def cold_compile_seconds(variants: list[str]) -> float:
     cache holds none of them."""
     seconds = {**{s.name: s.compile_seconds for s in STRATEGIES.values()},
                "symmetric": SYMMETRIC_COMPILE_SECONDS}
-    return sum(seconds[name.rpartition("-")[0]] for name in variants)
+    return sum(seconds[name.split("-")[0]] for name in variants)
 
 
 def variants(jobs: list[Job]) -> dict[str, KernelPlan]:

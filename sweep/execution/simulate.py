@@ -47,6 +47,7 @@ from sweep.kernels.codes import (
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import Dynamics, dynamics
 from sweep.kernels.lanes import integrate_lanes
+from sweep.kernels.methods import kind
 from sweep.kernels.rows import integrate_rows_batch
 from sweep.numerics import cache
 from sweep.observables import cosines
@@ -234,8 +235,8 @@ def _rows_batch(jobs: list[Job], starts: list, kernel: KernelPlan, positions: st
     betas, dts, epss = (np.ascontiguousarray(a) for a in np.array(
         [[j.model.beta * j.model.beta_factor, j.integrate.dt, j.integrate.cluster_eps]
          for j in jobs], float).T)
-    args = (xs, betas, first.model.attention == "softmax", METHOD_CODES[integ.method], dts,
-            integ.save_stride, epss, obs, traj, flag, status)
+    args = (xs, betas, first.model.attention == "softmax", kind(METHOD_CODES[integ.method]),
+            dts, integ.save_stride, epss, obs, traj, flag, status)
     code = PATHS[kernel.strategy].batch(args, save_level(columns))
     if code == STOPPED:
         raise Stopped(first.id)
@@ -369,8 +370,8 @@ def _warm_blocked(kernel: KernelPlan) -> None:
 def _warm_batch(kernel: KernelPlan) -> None:
     x, common = _pair_start(kernel)
     one, status = np.ones(1), np.zeros(1, dtype=np.int64)
-    args = (x[None], one, True, common[0], one * 0.1, 1, one * 1e-3, common[4][None],
-            common[5][None], common[6], status)
+    args = (x[None], one, True, kind(METHOD_CODES[kernel.method]), one * 0.1, 1, one * 1e-3,
+            common[4][None], common[5][None], common[6], status)
     PATHS[kernel.strategy].batch(args, SAVE_ALL)
 
 

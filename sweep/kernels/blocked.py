@@ -324,4 +324,4 @@ def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj,
     kind = Symmetric if symmetric else Blocked
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         system = System(kind(x, beta, softmax, pool, threads), method, dt, eps)
-        return run.py_func(system, x, save_stride, obs, traj, stop)  # the steps call BLAS
+        return run(system, x, save_stride, obs, traj, stop)  # the steps call BLAS

@@ -35,7 +35,7 @@ from sweep.kernels.codes import (
     STOPPED,
 )
 from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
-from sweep.kernels.timeloop import implement, run
+from sweep.kernels.timeloop import implement
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
 from sweep.numerics.expfast import exp1
@@ -274,13 +274,13 @@ def _save(blk, X, obs, traj, s):
             obs[b, s, ORDER] = r[b]
         else:
             _record(blk, X, b, obs[b, s])
-        if traj.shape[1] > 0:
-            copy_lane(X, b, xs[b])
-            traj[b, s] = xs[b]
+        if traj.shape[1] > 0:  # copied, not assigned: an array assignment compiles a
+            copy_lane(X, b, xs[b])  # shape check whose error message costs seconds
+            copy_lane(X, b, traj[b, s])
     return going
 
 
-implement(Block, _advance, save_fn=_save)
+run = implement(Block, _advance, save_fn=_save)
 
 
 @jit_fma_inline

@@ -345,15 +345,15 @@ def normalise(X, G):
 # written out here.
 @jit_fma_inline
 def _velocity(lay, x, k, stage):
-    velocity(x, lay.beta, lay.c, lay.softmax, lay.method, k, lay.Z, lay.G, lay.Wt, lay.count,
-             lay.eps1, (stage == 0) & lay.counting[0])
+    velocity(x, lay.beta, lay.c, lay.softmax, methods.method_code(lay.method), k, lay.Z, lay.G,
+             lay.Wt, lay.count, lay.eps1, (stage == 0) & lay.counting[0])
 
 
 @jit_fma_inline
 def _velocity_columns(lay, x, k, stage):
     counting = (stage == 0) & lay.counting[0]
-    close = velocity_columns(x[0], lay.beta, lay.c, lay.softmax, lay.method, k[0], lay.z,
-                             lay.g, lay.w, lay.eps1, counting)
+    close = velocity_columns(x[0], lay.beta, lay.c, lay.softmax, methods.method_code(lay.method),
+                             k[0], lay.z, lay.g, lay.w, lay.eps1, counting)
     if counting:
         lay.count[0] = close
 

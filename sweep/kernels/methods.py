@@ -28,17 +28,25 @@ Each primitive is a jitted function compiled with its path's own options, so eve
 its own floating-point operations (contraction into fused multiply-adds or not) and its bits;
 `step` and the methods hold no arithmetic of their own beyond frac dt, with frac 0.5 or 1
 (exact in any mode). They are compiled into each path's caller (inlined: no specialisation
-and no call is added); blocked.py calls them as Python, where the primitives registered for
-its class are Python callables.
+and no call is added): `step` is bound, for each layout class, to the method its `method`
+field names, with that class's primitives bound as the names the method calls (inlined by
+Numba as the method is, never compiled on their own). A layout whose `method` is a kind
+(`kind(code)`: a value whose type is the method) compiles that method alone; one whose
+`method` is an int compiles all three and picks one at run time. blocked.py calls them as
+Python, where the primitives registered for its class are Python callables.
 """
 
+import functools
 import warnings
+from types import FunctionType
+from typing import NamedTuple
 
 from numba import types
 from numba.core.errors import NumbaIRAssumptionWarning
-from numba.extending import overload, register_jitable
+from numba.extending import overload
 
-from sweep.kernels.codes import HEUN, RK4
+from sweep.kernels.codes import EULER, HEUN, LAYER, RK4
+from sweep.numerics._jit import jit_inline
 
 # Numba's internal SSA check flags the names it gives a primitive inlined at several stages
 # of one step (it asks for a report, not a change; the compiled code is right: the bits of
@@ -78,36 +86,8 @@ def implement(cls, **primitives) -> None:
     if set(primitives) != set(_NAMES):
         raise TypeError(f"{cls.__name__}: the primitives are {', '.join(_NAMES)}")
     _REGISTERED[cls] = primitives
-    ours = lambda lay: isinstance(lay, types.BaseNamedTuple) and lay.instance_class is cls  # noqa: E731
-    vel, dif, shi, com, nor = (primitives[name] for name in _NAMES)
-
-    @overload(velocity, inline="always")
-    def _velocity(lay, x, k, stage):
-        if ours(lay):
-            return lambda lay, x, k, stage: vel(lay, x, k, stage)
-
-    @overload(diffuse, inline="always")
-    def _diffuse(lay, x, k, tick):
-        if ours(lay):
-            return lambda lay, x, k, tick: dif(lay, x, k, tick)
-
-    @overload(shift, inline="always")
-    def _shift(lay, out, x, frac, k):
-        if ours(lay):
-            return lambda lay, out, x, frac, k: shi(lay, out, x, frac, k)
-
-    @overload(rk4_combine, inline="always")
-    def _rk4_combine(lay, x, k1, k2, k3, k4):
-        if ours(lay):
-            return lambda lay, x, k1, k2, k3, k4: com(lay, x, k1, k2, k3, k4)
-
-    @overload(normalise, inline="always")
-    def _normalise(lay, x):
-        if ours(lay):
-            return lambda lay, x: nor(lay, x)
 
 
-@register_jitable(inline="always")
 def euler(lay, x, tick):
     """euler or layer (the velocity knows which), with the noise of step number tick."""
     k1 = lay.ws[0]
@@ -116,8 +96,7 @@ def euler(lay, x, tick):
     shift(lay, x, x, 1.0, k1)
 
 
-@register_jitable(inline="always")
-def rk4(lay, x):
+def rk4(lay, x, tick):
     """Deterministic only: configs refuse noise with rk4."""
     k1, k2, k3, k4, y = lay.ws[0], lay.ws[1], lay.ws[2], lay.ws[3], lay.ws[4]
     velocity(lay, x, k1, 0)
@@ -130,8 +109,7 @@ def rk4(lay, x):
     rk4_combine(lay, x, k1, k2, k3, k4)
 
 
-@register_jitable(inline="always")
-def heun(lay, x):
+def heun(lay, x, tick):
     """Deterministic, as rk4; its stages are rk4's first two and trial state."""
     k1, k2, y = lay.ws[0], lay.ws[1], lay.ws[4]
     velocity(lay, x, k1, 0)
@@ -141,14 +119,86 @@ def heun(lay, x):
     shift(lay, x, x, 0.5, k2)
 
 
-@register_jitable(inline="always")
+class EulerStep(NamedTuple):
+    """A method as a type of its own (kind): euler, or layer (code says which)."""
+
+    code: int
+
+
+class RK4Step(NamedTuple):
+    code: int
+
+
+class HeunStep(NamedTuple):
+    code: int
+
+
+_KINDS = {EULER: EulerStep, LAYER: EulerStep, RK4: RK4Step, HEUN: HeunStep}
+_METHODS = {EulerStep: euler, RK4Step: rk4, HeunStep: heun}
+
+
+def kind(code: int):
+    """The method `code` (codes.METHOD_CODES) as a value of its own type: a compiled path
+    whose layout holds it as `method` compiles that method's step alone, not all three
+    (rk4's stages are most of a path's compile time); an int `method` compiles all three and
+    picks one at run time."""
+    return _KINDS[code](code)
+
+
+def method_code(method) -> int:
+    """The integer code of a layout's method (an int, or a kind)."""
+    return getattr(method, "code", method)
+
+
+@overload(method_code, inline="always")
+def _method_code(method):
+    if isinstance(method, types.Integer):
+        return lambda method: method
+    return lambda method: method.code
+
+
 def step(lay, x, tick):
     """One step of lay.method of the state x in place, then renormalisation; tick: the step
     number (indexes the noise)."""
-    if lay.method == RK4:
-        rk4(lay, x)
-    elif lay.method == HEUN:
-        heun(lay, x)
-    else:
-        euler(lay, x, tick)
+    code = method_code(lay.method)
+    (rk4 if code == RK4 else heun if code == HEUN else euler)(lay, x, tick)
     normalise(lay, x)
+
+
+@overload(step, inline="always")
+def _step(lay, x, tick):
+    method = dict(zip(lay.fields, lay.types))["method"]
+    one_of = _compiled(lay.instance_class, getattr(method, "instance_class", None))
+    normalise_fn = _REGISTERED[lay.instance_class]["normalise"]
+
+    def stepped(lay, x, tick):
+        one_of(lay, x, tick)
+        normalise_fn(lay, x)
+
+    return stepped
+
+
+@functools.cache
+def _compiled(cls, kind_class):
+    """The method of kind_class (None: any, chosen at run time) for layouts of class cls, its
+    primitives bound to cls's as the names it calls, so they are inlined as it is: no
+    function of their own (an overload per primitive compiled each first on its own)."""
+    names = {**globals(), **_REGISTERED[cls]}
+    bound = {kind: jit_inline(FunctionType(fn.__code__, names, fn.__name__))
+             for kind, fn in _METHODS.items()}
+    if kind_class is not None:
+        return bound[kind_class]
+    return _any_method(bound[EulerStep], bound[RK4Step], bound[HeunStep])
+
+
+def _any_method(euler_step, rk4_step, heun_step):
+    @jit_inline
+    def any_method(lay, x, tick):
+        if lay.method == RK4:
+            rk4_step(lay, x, tick)
+        elif lay.method == HEUN:
+            heun_step(lay, x, tick)
+        else:
+            euler_step(lay, x, tick)
+
+    return any_method

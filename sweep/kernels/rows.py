@@ -19,7 +19,7 @@ import numpy as np
 from sweep.kernels import methods
 from sweep.kernels.codes import LAYER, OK, SAVE_ALL, STOPPED
 from sweep.kernels.sphere import combine_dt, shift_dt
-from sweep.kernels.timeloop import implement, run
+from sweep.kernels.timeloop import implement
 from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.numerics.expfast import exp1
 from sweep.observables.gramobs import observe_pairs, observe_weighted
@@ -254,7 +254,8 @@ class System(NamedTuple):
 @jit_inline
 def _velocity(lay, x, k, stage):
     """f(x) by velocity_rows (rk4's later stages compute their own weights)."""
-    velocity_rows(x, lay.beta, lay.c, lay.softmax, lay.method, k, lay.z, lay.e, lay.fresh)
+    velocity_rows(x, lay.beta, lay.c, lay.softmax, methods.method_code(lay.method), k, lay.z,
+                  lay.e, lay.fresh)
 
 
 @jit_inline
@@ -306,7 +307,7 @@ def _record(system, x, obs, s):
     r.fresh[0] = FRESH_WEIGHTS
 
 
-implement(System, _advance, _record)
+run = implement(System, _advance, _record)
 
 
 @jit_fast

@@ -10,7 +10,7 @@ from sweep.kernels.general.integrators import step
 from sweep.kernels.general.model import Dynamics
 from sweep.kernels.general.observables import observe_space
 from sweep.kernels.general.workspace import Work, workspace
-from sweep.kernels.timeloop import implement, run
+from sweep.kernels.timeloop import implement
 from sweep.numerics._jit import jit
 
 
@@ -39,7 +39,7 @@ def _record(system, x, obs, s):
     observe_space(x, system.dyn, system.eps, obs[s], system.work)
 
 
-implement(System, _advance, _record)
+run = implement(System, _advance, _record)
 
 
 @jit
