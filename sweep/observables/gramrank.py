@@ -56,6 +56,21 @@ def cosines_to(xi, cols, lo, out):
             out[j] += xik * cols[k, j]
 
 
+BLOCK = 8  # rows of cosines computed together: each column of tokens is read once per block
+
+
+@jit_inline
+def cosines_block(cols, i0, i1, lo, out):
+    """out[b, j] = <cols[:, i0 + b], cols[:, j]> for i0 + b < i1 and lo <= j < m, cols: [d, m];
+    each summed over k in order, term by term as cosine() sums them (the same bits)."""
+    out[:, lo:] = 0.0
+    for k in range(cols.shape[0]):
+        for b in range(i1 - i0):
+            xik = cols[k, i0 + b]
+            for j in range(lo, cols.shape[1]):
+                out[b, j] += xik * cols[k, j]
+
+
 @jit
 def transposed(x, members):
     """[d, m] float64: the tokens `members` of x as columns."""
@@ -71,16 +86,77 @@ def close_forest(x, threshold):
     """The union-find forest of the pairs i < j with <x_i, x_j> > threshold, and how many
     such pairs there are."""
     n = x.shape[0]
-    parent, row = np.arange(n), np.empty(n)
+    parent, rows = np.arange(n), np.empty((BLOCK, n))
     xt = transposed(x, parent)
     close = 0
-    for i in range(n):
-        cosines_to(xt[:, i], xt, i + 1, row)
-        for j in range(i + 1, n):
-            if row[j] > threshold:
-                union(parent, i, j)
-                close += 1
+    for i0 in range(0, n, BLOCK):
+        i1 = min(n, i0 + BLOCK)
+        cosines_block(xt, i0, i1, i0 + 1, rows)
+        for i in range(i0, i1):
+            for j in range(i + 1, n):
+                if rows[i - i0, j] > threshold:
+                    union(parent, i, j)
+                    close += 1
     return parent, close
+
+
+MARGIN = 1e-9  # far above a cosine's rounding (d eps |x_i| |x_j|) for tokens of norm ~1
+
+
+@jit_inline
+def squares(x, i, j, reach):
+    """|x_i - x_j|^2, summed over k until it passes reach (then some value above reach)."""
+    s = 0.0
+    for k in range(x.shape[1]):
+        e = np.float64(x[i, k]) - x[j, k]
+        s += e * e
+        if s > reach:
+            break
+    return s
+
+
+@jit
+def quick_forest(x, threshold, n2):
+    """The forest of close pairs as close_forest's, measuring fewer pairs: none already
+    joined, and none whose distance passes n2_i + n2_j - 2 threshold + MARGIN (then
+    <x_i, x_j> < threshold - MARGIN / 2: not close, whatever the rounding)."""
+    n = x.shape[0]
+    parent = np.arange(n)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if find(parent, i) == find(parent, j):
+                continue
+            reach = n2[i] + n2[j] - 2.0 * threshold + MARGIN
+            if squares(x, i, j, reach) <= reach and cosine(x, i, j) > threshold:
+                union(parent, i, j)
+    return parent
+
+
+@jit
+def tight(x, threshold):
+    """The component count where every component is provably a clique with every A_ii 1:
+    each token within half of sqrt(2 min n2 - 2 threshold - MARGIN) of its root, so each pair
+    is closer than that and its cosine above threshold + MARGIN / 2; -1 otherwise. Measures
+    O(n) distances where the tokens are collapsed, a term or two a pair where they are apart."""
+    n = x.shape[0]
+    n2 = np.empty(n)
+    for i in range(n):
+        n2[i] = cosine(x, i, i)
+        if not n2[i] > threshold:
+            return -1
+    parent = quick_forest(x, threshold, n2)
+    low = np.full(n, np.inf)
+    for i in range(n):
+        r = find(parent, i)
+        low[r] = min(low[r], n2[i])
+    count = 0
+    for i in range(n):
+        r = find(parent, i)
+        count += r == i
+        room = 2.0 * low[r] - 2.0 * threshold - MARGIN
+        if i != r and not (room > 0.0 and 4.0 * squares(x, i, r, room) < room):
+            return -1
+    return count
 
 
 @jit
@@ -146,6 +222,9 @@ def component_tridiagonal(x, members, threshold, diag, off, at):
 def gram_rank(x, threshold):
     """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
     n = x.shape[0]
+    quick = tight(x, threshold)
+    if quick >= 0:  # clean clusters or tokens apart: the count, measured cheaply
+        return float(quick)
     (parent, close), roots = close_forest(x, threshold), np.empty(n, np.int64)
     for i in range(n):
         roots[i] = find(parent, i)

@@ -8,13 +8,29 @@ y = exp(-c t) x, and with V = I the tokens converge to 0 or to points of the bou
 convex polytope (arXiv 2305.05465, its theorem for V = I; to its vertices, in the paper's
 experiments): n_points is then the number of distinct limit points reached. On the sphere
 it is a cluster count at the cosine 1 - rtol^2 / 2. Scale-free (the same for x and a x,
-a > 0), O(n^2 d), summed in a fixed order, so the same x gives the same count on every path.
+a > 0), summed in a fixed order, so the same x gives the same count on every path. O(n^2 d) at
+most; a pair already joined is not measured again, and a distance is left as soon as it
+passes the reach, so spread-out and collapsed tokens both cost about n^2 / 2 cheap steps.
 """
 
 import numpy as np
 
 from sweep.numerics._jit import jit
 from sweep.observables.summary import find, union
+
+
+@jit
+def near(x, i, j, reach):
+    """|x_i - x_j|^2 <= reach, the squares summed over k in order and the sum left as soon as
+    it passes reach (it only grows): the answer of the whole sum, mostly after a term or two
+    for tokens apart."""
+    s = 0.0
+    for k in range(x.shape[1]):
+        e = np.float64(x[i, k]) - x[j, k]
+        s += e * e
+        if s > reach:
+            return False
+    return True
 
 
 @jit
@@ -31,11 +47,7 @@ def n_points(x, rtol):
     parent = np.arange(n)
     for i in range(n):
         for j in range(i + 1, n):
-            s = 0.0
-            for k in range(d):
-                e = np.float64(x[i, k]) - x[j, k]
-                s += e * e
-            if s <= reach:
+            if find(parent, i) != find(parent, j) and near(x, i, j, reach):
                 union(parent, i, j)
     count = 0
     for i in range(n):
