@@ -103,7 +103,8 @@ FIGURES := $(FIG)/demo.png $(FIG)/phase-glpr.png $(FIG)/phase-glpr-lines.png \
            $(FIG)/two-cluster-merge.json $(FIG)/training.png \
            $(FIG)/train-phase.png $(FIG)/train-regularizer.json $(FIG)/train-init.json \
            $(FIG)/refine-demo.png $(FIG)/d-question.json $(FIG)/random-matrices.png \
-           $(FIG)/cosine-histograms-flow.png $(FIG)/euclidean-polytope.png
+           $(FIG)/cosine-histograms-flow.png $(FIG)/euclidean-polytope.png \
+           $(FIG)/euclidean-hyperplanes.png
 ANALYSIS := sweep/analysis/plots.py sweep/analysis/overlays.py sweep/analysis/labels.py \
             sweep/analysis/scales.py \
             sweep/analysis/results.py
@@ -120,7 +121,8 @@ figure-files: $(FIGURES)
 $(RES)/demo.nc $(RES)/phase-glpr.nc $(RES)/condensation.nc $(RES)/hysteresis.nc \
 $(RES)/entropy-monotone.nc $(RES)/beta-scale.nc $(RES)/overlap-gap.nc \
 $(RES)/two-cluster-merge.nc $(RES)/random-matrices.nc $(RES)/redrawn-matrices.nc \
-$(RES)/cosine-histograms-flow.nc $(RES)/euclidean-polytope.nc: \
+$(RES)/cosine-histograms-flow.nc $(RES)/euclidean-polytope.nc \
+$(RES)/euclidean-hyperplanes.nc: \
 		$(RES)/%.nc: configs/%.yaml | $(VENV)/.installed
 	$(SWEEP) run $< --out $@ --workers $(FIG_WORKERS)
 
@@ -220,6 +222,12 @@ $(FIG)/beta-scale.json: $(RES)/beta-scale.nc figures/beta_scale.py sweep/analysi
 # polytope.png and its sidecar .json, whose table sidecars.py renders into docs/models.md
 $(FIG)/euclidean-polytope.png: $(RES)/euclidean-polytope.nc figures/euclidean_polytope.py
 	$(PY) figures/euclidean_polytope.py $< $@
+
+# V of simple positive top eigenvalue: the levels <psi, y> the tokens end on and the decay of
+# v_eigen_residual against lambda_1 - lambda_2, figures/euclidean-hyperplanes.png and .json
+$(FIG)/euclidean-hyperplanes.png: $(RES)/euclidean-hyperplanes.nc \
+		figures/euclidean_hyperplanes.py configs/matrices/v-simple-top.npy
+	$(PY) figures/euclidean_hyperplanes.py $< $@
 
 # The same question at a fixed overlap gap, the claim's premise (docs/models.md): 4 tight
 # clusters, inter_attention at t_max per beta_scale and d, the fitted decay rate against the

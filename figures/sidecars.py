@@ -304,6 +304,23 @@ def euclidean_polytope_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def euclidean_hyperplanes_table() -> str:
+    """Levels, eigenvalue and the residual's decay per beta under V of simple positive top
+    eigenvalue (docs/models.md), from figures/euclidean-hyperplanes.json."""
+    facts = load("euclidean-hyperplanes.json")
+    lines = [f"| beta | levels of <psi, y_i> at t = {facts['t_max']:g}: median (range) | runs "
+             "on at most 3 | n_points | v_eigenvalue (median) | v_eigen_residual (median) | "
+             f"its decay rate, median (range); theory {facts['theory_rate']:g} |",
+             "|---" * 7 + "|"]
+    for r in facts["rows"]:
+        lv, p = r["levels"], r["n_points"]
+        lines.append(f"| {r['beta']:g} | {lv['median']:g} ({lv['min']:g} to {lv['max']:g}) | "
+                     f"{r['at_most_three']} of {r['seeds']} | {p['median']:g} ({p['min']:g} to "
+                     f"{p['max']:g}) | {r['eigenvalue']['median']:.5f} | "
+                     f"{r['residual']['median']:.1e} | {_range(r['rate'], '{:.3f}')} |")
+    return "\n".join(lines) + "\n"
+
+
 def _range(x: dict, form: str = "{:.2g}") -> str:
     return (f"{form.format(x['median'])} ({form.format(x['min'])} to "
             f"{form.format(x['max'])})")
@@ -672,6 +689,7 @@ RENDERERS = {"demo-console": demo_console, "demo-prose": demo_prose,
              "trained-mean-cosine-table": trained_mean_cosine_table,
              "beta-scale-table": beta_scale_table,
              "euclidean-polytope-table": euclidean_polytope_table,
+             "euclidean-hyperplanes-table": euclidean_hyperplanes_table,
              "overlap-gap-table": overlap_gap_table, "overlap-gap-fit": overlap_gap_fit,
              "staircase-table": staircase_table,
              "training-table": training_table, "training-prose": training_prose,

@@ -172,7 +172,19 @@ def observables(x, kind, beta, eps):
         max(sizes) / n,
         energy,
         entropy,
-    ], resolved(x, [a], eps), [span_dimension(x), gram_rank(x), points_count(x)]])
+    ], resolved(x, [a], eps), [span_dimension(x), gram_rank(x), points_count(x)],
+        eigen_fit(x)])
+
+
+def eigen_fit(x, v=None):
+    """(v_eigenvalue, v_eigen_residual) of x: [n, d] for the value matrices v: [h, d, d]
+    (None: V = I): lambda = <X, V X> / |X|^2 and |V X - lambda X| / |X|, V their mean."""
+    x = np.asarray(x, np.float64)
+    if not x.any():
+        return np.array([np.nan, np.nan])
+    vx = x @ (np.eye(x.shape[1]) if v is None else np.mean(v, axis=0)).T
+    lam = (x * vx).sum() / (x * x).sum()
+    return np.array([lam, np.linalg.norm(vx - lam * x) / np.linalg.norm(x)])
 
 
 def span_dimension(x):
@@ -421,6 +433,7 @@ def zoo_observables(x, model, eps):
             entropies.append(-np.where(p > 0, p * np.log(p), 0.0).sum(axis=1).mean())
     base[6], base[7] = np.mean(energies), np.mean(entropies)
     base[8:13] = resolved(x, weights, eps)
+    base[16:18] = eigen_fit(x, _parts(model, d)[2])
     return base
 
 
@@ -533,12 +546,14 @@ def space_step(y, model, method, dt, tick, rate):
 
 def space_observables(y, model, eps):
     """Euclidean space's observables: those of the directions (gram_rank too), energy,
-    attention_entropy and inter_attention NaN, span_dimension and n_points of y itself."""
+    attention_entropy and inter_attention NaN, span_dimension, n_points and the eigenspace
+    fit of y itself."""
     r = np.linalg.norm(y, axis=1, keepdims=True)
     u = np.divide(y, r, out=np.zeros_like(y), where=r > 0)
     out = zoo_observables(u, model, eps)
     out[6] = out[7] = out[11] = np.nan
     out[13], out[15] = span_dimension(y), points_count(y)
+    out[16:18] = eigen_fit(y, _parts(model, y.shape[1])[2])
     return out
 
 

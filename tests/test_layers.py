@@ -151,7 +151,7 @@ def test_blocks_and_observables_match_the_oracle(extra):
     for layer in range(m.layers + 1):
         reader = blocks[min(layer, m.layers - 1)]
         spec = {"beta": 0.0, "head_beta": list(reader.betas), "heads": 2,
-                "qk": reader.qk if reader.qk is not None else "identity"}
+                "qk": reader.qk if reader.qk is not None else "identity", "v": reader.v}
         want = reference.zoo_observables(unit(result.positions[layer]), spec, 1e-3)
         np.testing.assert_allclose(result.observables[layer, :N_OBS], want, rtol=1e-11,
                                    atol=1e-12)

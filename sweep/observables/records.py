@@ -91,6 +91,13 @@ _COMPONENTS = "observables.summary.components"
 _OUTSIDE = fast("observables.gramobs.outside_columns", blocked="observables.tiles."
                 "outside_tile", general="kernels.general.observables.outside_row")
 
+
+def _eigen(identity: str) -> Paths:
+    """The fast paths run V = I only; the general path fits V (observables/eigenspace.py)."""
+    fast_path = f"observables.eigenspace.{identity}"
+    return Paths("observables.eigenspace.fit", fast_path, fast_path, fast_path)
+
+
 RECORDS = _numbered((
     Observable("order_parameter", "order parameter |(1/n) sum_i x_i|",
                "r = \\|(1/n) sum_i x_i\\|", (0.0, 1.0),
@@ -168,6 +175,23 @@ RECORDS = _numbered((
                "tokens: the limit points reached ([models.md](models.md))", (1.0, "n"),
                everywhere("observables.points.n_points"),
                kernel="sweep.observables.points:n_points", parameters=(POINTS_RTOL,)),
+    # which eigenspace of V the tokens lie in (observables/eigenspace.py): for V = I the
+    # kernels' constants on every path, the general path's fit where V is not the identity
+    Observable("v_eigenvalue", "Rayleigh quotient of V over the tokens, "
+               "sum_i <x_i, V x_i> / sum_i |x_i|^2",
+               "Rayleigh quotient lambda = sum_i <x_i, V x_i> / sum_i \\|x_i\\|^2 of the "
+               "value matrix V (the mean of the heads'): with `v_eigen_residual` 0, the "
+               "eigenvalue whose eigenspace holds every token; 1 for V = I "
+               "([models.md](models.md))", None,
+               _eigen("identity_eigenvalue"),
+               kernel="sweep.observables.eigenspace:identity_eigenvalue"),
+    Observable("v_eigen_residual", "distance of the tokens from one eigenspace of V, "
+               "|V X - lambda X| / |X|",
+               "\\|V X - lambda X\\| / \\|X\\| (Frobenius norms, the tokens as the "
+               "columns of X, lambda = `v_eigenvalue`): 0 when every token is an eigenvector "
+               "of V for one eigenvalue; 0 for V = I", (0.0, None),
+               _eigen("identity_residual"),
+               kernel="sweep.observables.eigenspace:identity_residual"),
 ))
 
 # per job, over the axes only

@@ -12,6 +12,7 @@ from sweep.kernels.codes import COLUMN, EUCLIDEAN
 from sweep.kernels.general.attention import head_inputs, row_weights, scores_row
 from sweep.kernels.sphere import dot
 from sweep.numerics._jit import jit
+from sweep.observables.eigenspace import fit
 from sweep.observables.extra import standalone
 from sweep.observables.groups import label_clusters, resolve
 from sweep.observables.points import n_points
@@ -121,7 +122,8 @@ def observe(x, dyn, eps, out, work):
     Energy: the mean over heads of E_beta_h = (1 / (2 beta_h n^2)) sum_ij exp(beta_h s_ij),
     s_ij = <x_i, M_h x_j>; entropy: the mean over heads and rows of the Shannon entropy of
     the model's (row-normalised, masked) attention weights; the resolved columns as
-    groups.py, inter_attention with these weights; those of x alone as extra.py. The
+    groups.py, inter_attention with these weights; those of x alone as extra.py, and the
+    eigenspace fit of the value matrices over them where V is not the identity. The
     clusters are known only after every pair: the first pass takes each token as alone (the
     weight off itself), and a second pass over the tokens in groups, if any, replaces theirs.
     """
@@ -152,6 +154,8 @@ def observe(x, dyn, eps, out, work):
             grp.outside[i] = outside_row(x, i, keys, dyn, work)
     resolve(x, groups, grp, out)
     standalone(x, out)
+    if not dyn.identity:
+        out[COLUMN.v_eigenvalue], out[COLUMN.v_eigen_residual] = fit(x, dyn.v)
 
 
 @jit
@@ -159,9 +163,9 @@ def observe_space(x, dyn, eps, out, work):
     """`observe` on the sphere. In euclidean space (x the rescaled tokens y, docs/models.md):
     the columns of pairwise cosines and clusters of the directions y_i / |y_i| (a token at the
     origin has direction 0), energy, attention_entropy and inter_attention NaN (the sphere's
-    E_beta and the configured beta's weights, not this flow's), and span_dimension and
-    n_points of y itself (gram_rank, a cluster count, of the directions). The directions
-    use work.ws[4], rk4's trial state, which every step writes before it reads it."""
+    E_beta and the configured beta's weights, not this flow's), and span_dimension, n_points
+    and the eigenspace fit of y itself (gram_rank, a cluster count, of the directions). The
+    directions use work.ws[4], rk4's trial state, which every step writes before it reads it."""
     if dyn.space != EUCLIDEAN:
         observe(x, dyn, eps, out, work)
         return
@@ -176,3 +180,5 @@ def observe_space(x, dyn, eps, out, work):
     out[COLUMN.inter_attention] = np.nan
     out[COLUMN.span_dimension] = span_dimension(x, SPAN_RTOL)
     out[COLUMN.n_points] = n_points(x, POINTS_RTOL)
+    if not dyn.identity:
+        out[COLUMN.v_eigenvalue], out[COLUMN.v_eigen_residual] = fit(x, dyn.v)
