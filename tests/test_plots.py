@@ -413,7 +413,7 @@ def test_log_x_puts_a_geometric_axis_on_a_log_scale(tmp_path):
     with unittest.mock.patch.object(matplotlib.figure.Figure, "savefig", spy):
         plain = invoke("plot", path, "--var", "threshold", "--x", "d", "-o", tmp_path / "a.png")
         assert plain.exit_code == 0, plain.output
-        assert seen["scales"] == ["linear"]
+        assert seen["scales"] == ["linear"] and seen["y"] == ["linear"]
         logged = invoke("plot", path, "--var", "threshold", "--x", "d", "--log-x",
                         "-o", tmp_path / "b.png")
         assert logged.exit_code == 0, logged.output
@@ -425,6 +425,10 @@ def test_log_x_puts_a_geometric_axis_on_a_log_scale(tmp_path):
         heat = invoke("plot", tmp_path / "grid.nc", "--var", "clustered_fraction", "--x",
                       "beta", "--y", "d", "--log-y", "-o", tmp_path / "c.png")
         assert heat.exit_code == 0, heat.output
+        assert seen["scales"] == ["linear"] and seen["y"] == ["log"]
+        lines = invoke("plot", path, "--var", "threshold", "--x", "d", "--log-y",
+                       "-o", tmp_path / "e.png")  # a line plot's values
+        assert lines.exit_code == 0, lines.output
         assert seen["scales"] == ["linear"] and seen["y"] == ["log"]
     bad = invoke("plot", tmp_path / "grid.nc", "--var", "clustered_fraction", "--x", "time",
                  "--y", "d", "--log-x", "-o", tmp_path / "d.png")

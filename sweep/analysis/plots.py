@@ -43,10 +43,11 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
     results, drawn with its interval; theory: a `sweep theory` dataset (equiangular
     t_boundary or rho, or kappa-c noise_c) for the data's n and attention model; refined:
     a `sweep refine` dataset, its samples and thresholds drawn over the heatmap. log: the
-    axes ("x", "y") drawn on a log scale whatever their spacing (d = 2, 3, 8, 32).
+    axes ("x", "y") drawn on a log scale whatever their spacing (d = 2, 3, 8, 32), and
+    "value": a line plot's values on a log scale.
     """
     path = _checked(path, ds, threshold, theory, refined)
-    ds = _logged(ds, {"x": x, "y": y}, log)
+    ds = _logged(ds, {"x": x, "y": y}, tuple(a for a in log if a != "value"))
     axes = [x] if y is None else [x, y]
     _distinct(results.variable(ds, var), x, y)
     fr = results.frame(ds, var, axes, time, selection)
@@ -68,6 +69,8 @@ def plot(ds, var: str, path, x: str = "beta", y: str | None = None, time=None,
         record = {"panel": labels.value_text(facet, value) if facet else None}
         if y is None:
             record["lines"] = _lines(ax, part, ds, x, series, theory, when)
+            if "value" in log:
+                ax.set_yscale("log")
         else:
             mesh = _heatmap(ax, part, x, y, norm)
             record.update(_nan_cells(ax, part.centre,

@@ -92,7 +92,8 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
     their grid values (exactly; ConfigError naming the nearest otherwise); threshold, theory:
     datasets or their files; refined: a `sweep refine` dataset or file, its samples and
     thresholds drawn over the heatmap; numbers: also write the numbers the figure shows
-    (JSON); log_x, log_y: that axis on a log scale whatever its spacing (d = 2, 3, 8, 32)."""
+    (JSON); log_x, log_y: that axis on a log scale whatever its spacing (d = 2, 3, 8, 32),
+    log_y of a line plot its values."""
     from sweep.analysis import plots
 
     if path is None:
@@ -104,7 +105,7 @@ def plot(ds: xarray.Dataset | str | Path, var: str, path: str | Path | None = No
     try:
         return plots.plot(_dataset(ds), var, path, x=x, y=y, time=time, selection=sel or {},
                           series=lines, numbers_path=numbers,
-                          log=("x",) * log_x + ("y",) * (log_y and y is not None), **extra)
+                          log=("x",) * log_x + (("y",) if y else ("value",)) * log_y, **extra)
     except OSError as err:  # an unwritable place for the figure
         from sweep.errors import StoreError
 

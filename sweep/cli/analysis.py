@@ -177,7 +177,8 @@ def plot_cmd(
             "--log-x", help="The horizontal axis on a log scale (geometric grids such as "
             "d = 2, 3, 8, 32; a declared logspace is one already).")] = False,
         log_y: Annotated[bool, typer.Option(
-            "--log-y", help="The vertical axis of a heatmap on a log scale.")] = False):
+            "--log-y", help="The vertical axis on a log scale: a heatmap's y, or a line "
+            "plot's values (those <= 0 left out).")] = False):
     """Phase diagram (heatmap, threshold and theory overlaid) or line plot of VAR."""
     from sweep.analysis.results import parse_selection
 
