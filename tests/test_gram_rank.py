@@ -98,3 +98,12 @@ def test_sweep_run_records_it(tmp_path):
         x = initial_state(job)
         assert got.isel(time=0) == ref.gram_rank(x) == gram_rank(x, THRESHOLD)
         assert ((got >= 1) & (got <= job.model.n)).all()
+
+
+def test_grouped_is_a_stable_argsort_of_the_roots():
+    from sweep.observables.gramrank import grouped
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 5, 64, 301):
+        roots = rng.integers(0, n, n)
+        np.testing.assert_array_equal(grouped(roots), np.argsort(roots, kind="mergesort"))

@@ -178,26 +178,41 @@ def cliques(x, roots, close, threshold):
     return count if full == close else -1
 
 
+@jit_inline
+def same_row(rows, c, dots, threshold):
+    """Whether row c of rows is the row [dots > threshold]."""
+    for j in range(dots.shape[0]):
+        if rows[c, j] != (dots[j] > threshold):
+            return False
+    return True
+
+
 @jit
 def classes(x, members, threshold):
     """Tokens `members` (one component) grouped by their row of A: (the representatives'
-    member positions, the class sizes, the class count u)."""
+    member positions, the class sizes, the class count u). Written in loops: array-wide
+    comparisons and row assignments cost seconds of compile time for nothing at run time."""
     m = members.shape[0]
     cols = transposed(x, members)
     rows = np.empty((min(m, 8), m), np.bool_)
-    dots, row = np.empty(m), np.empty(m, np.bool_)
+    dots = np.empty(m)
     reps, sizes = np.empty(m, np.int64), np.zeros(m, np.int64)
     u = 0
     for a in range(m):
         cosines_to(cols[:, a], cols, 0, dots)
-        row[:] = dots > threshold
         c = 0
-        while c < u and not np.array_equal(rows[c], row):
+        while c < u and not same_row(rows, c, dots, threshold):
             c += 1
         if c == u:
             if u == rows.shape[0]:
-                rows = np.concatenate((rows, np.empty_like(rows)))
-            rows[u], reps[u] = row, a
+                grown = np.empty((2 * u, m), np.bool_)
+                for r in range(u):
+                    for j in range(m):
+                        grown[r, j] = rows[r, j]
+                rows = grown
+            for j in range(m):
+                rows[u, j] = dots[j] > threshold
+            reps[u] = a
             u += 1
         sizes[c] += 1
     return reps[:u], sizes[:u], u
@@ -219,6 +234,24 @@ def component_tridiagonal(x, members, threshold, diag, off, at):
 
 
 @jit
+def grouped(roots):
+    """The tokens ordered by root, each root's in index order: np.argsort(roots,
+    kind="mergesort") as a counting sort (roots lie in [0, n)), without the compile time of
+    Numba's mergesort."""
+    n = roots.shape[0]
+    start = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        start[roots[i] + 1] += 1
+    for r in range(n):
+        start[r + 1] += start[r]
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        order[start[roots[i]]] = i
+        start[roots[i]] += 1
+    return order
+
+
+@jit
 def gram_rank(x, threshold):
     """numpy.linalg.matrix_rank of A_ij = <x_i, x_j> > threshold (module docstring)."""
     n = x.shape[0]
@@ -231,7 +264,7 @@ def gram_rank(x, threshold):
     clean = cliques(x, roots, close, threshold)
     if clean >= 0:  # the common case, without eigenvalues
         return float(clean)
-    order = np.argsort(roots, kind="mergesort")
+    order = grouped(roots)
     diag, off = np.zeros(n), np.zeros(n)
     used, start = 0, 0
     while start < n:
