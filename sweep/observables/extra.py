@@ -2,11 +2,13 @@
 `kernel`, records.py), computed by every path at every save that computes everything.
 
 `standalone(x, out)` writes each of them into its column: out[column] = kernel(x,
-*parameters). It is assembled here, at import, from the records: one link per observable,
-each a closure over its kernel, column and parameters that Numba inlines into its caller
-(gramobs.observe_weighted, kernels.general.observables.observe, and `compute` for the blocked
-path's Python), so a path's compiled save holds the calls as if written there and adding an
-observable of x touches no path.
+*parameters). It is assembled here, at import, from the records: one function whose body is
+written from them, a line per observable in the records' order with its column and
+parameters as literals, compiled into the function that calls it (gramobs.observe_weighted,
+kernels.general.observables.observe, and `compute` for the blocked path's Python), so a path's
+compiled save holds the calls as if written there and adding an observable of x touches no
+path. (One function, not a chain of closures, one per record: each closure was a compilation
+of its own, 1.7 s of a cold start for five.)
 """
 
 import importlib
@@ -17,30 +19,21 @@ from sweep.numerics._jit import jit, jit_link
 from sweep.observables.records import STANDALONE
 
 
-@jit_link
-def _nothing(x, out):
-    pass
-
-
 def _kernel(spec: str):
     module, _, name = spec.partition(":")
     return getattr(importlib.import_module(module), name)
 
 
-def _link(kernel, column: int, parameters: tuple, rest):
-    @jit_link
-    def link(x, out):
-        out[column] = kernel(x, *parameters)
-        rest(x, out)
-
-    return link
-
-
 def _assemble(records) -> numba.core.registry.CPUDispatcher:
-    chain = _nothing
-    for r in reversed(records):
-        chain = _link(_kernel(r.kernel), r.column, tuple(r.parameters), chain)
-    return chain
+    names = {"__name__": __name__}
+    names.update((f"kernel{k}", _kernel(r.kernel)) for k, r in enumerate(records))
+    lines = [
+        f"    out[{r.column}] = kernel{k}(x{''.join(f', {p!r}' for p in r.parameters)})"
+        for k, r in enumerate(records)
+    ]
+    source = "def standalone(x, out):\n" + "\n".join(lines or ["    pass"]) + "\n"
+    exec(compile(source, __name__ + ".standalone", "exec"), names)  # noqa: S102
+    return jit_link(names["standalone"])
 
 
 standalone = _assemble(STANDALONE)
