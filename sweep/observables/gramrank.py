@@ -266,7 +266,7 @@ def gram_rank(x, threshold):
         return float(clean)
     order = grouped(roots)
     diag, off = np.zeros(n), np.zeros(n)
-    used, start = 0, 0
+    used, start = np.int64(0), 0  # not a literal 0: component_tridiagonal compiled once
     while start < n:
         stop = start + 1
         while stop < n and roots[order[stop]] == roots[order[start]]:
