@@ -55,7 +55,7 @@ class Strategy:
     [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
     in one compiled call; shared: one job's row tiles can be shared over threads;
     min_batch: the jobs a batch should hold, where there are enough (fewer lanes run one at
-    a time, at a third of the speed at (32, 2));
+    a time: at (32, 2), four times as long per system as a block of 8);
     square(n, itemsize, tile): the bytes of n x n scratch a job holds (lanes share theirs
     per block of systems)."""
 

@@ -46,8 +46,10 @@ ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CL
 
 # codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches (d = 16: even).
 # codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
-# codes.LANES_MIN: fewer systems run one at a time (velocity_columns): shorter loops over
-# lanes cost more than they vectorise (16 lanes took longer per system than 32).
+# codes.LANES_MIN: fewer systems run one at a time (velocity_columns). A block costs about
+# the same for any count up to the vector width, so lanes beat columns per system from 2
+# systems at (32, 2) and from about 8 at (32, 8) (layer steps; at 8: 0.29 against 1.23 ms at
+# (32, 2), 2.2 against 2.1 at (32, 8), 3.4 against 9.6 at (128, 3)); 8 is one AVX-512 vector.
 
 
 @jit_fma
