@@ -54,9 +54,12 @@ def table() -> str:
             "(GFLOP/s, one core) | compile (s, empty cache) |", "|---|---|---|---|---|---|"]
     for name, s in kernel.STRATEGIES.items():
         extra = f" (+{kernel.SYMMETRIC_COMPILE_SECONDS:g} for `symmetric`)" if s.shared else ""
+        extra += " + gramobs" if s.gramobs else ""
         rows.append(f"| `{name}` | {WHEN[name]} | {HOW[name]} | {feeding(s)} | "
                     f"{s.flops / 1e9:g} | {s.compile_seconds:g}{extra} |")
-    rows.append(f"\n\"plain\": {PLAIN}.")
+    rows.append(f"\n\"plain\": {PLAIN}. \"gramobs\": the save's observables these paths share "
+                f"(observables/gramobs.py), about {kernel.GRAMOBS_COMPILE_SECONDS:g} s more, "
+                "compiled once for all of them.")
     return "\n".join(rows)
 
 

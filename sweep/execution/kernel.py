@@ -50,8 +50,11 @@ class Strategy:
 
     flops: counted flops (job_flop) per second on one core, from `make bench` and the demo
     on the project's 2-core reference machine, good to a factor of about 2; compile_seconds:
-    one variant compiled into an empty cache there (the CPU time of `sweep compile` for a
-    config using only it; loading it from the cache takes a tenth of a second); copies: the
+    one variant compiled into an empty cache there, beyond the save's observables (the CPU
+    time of `sweep compile` for a config using only it, less GRAMOBS_COMPILE_SECONDS where
+    gramobs; loading it from the cache takes a tenth of a second); gramobs: its saves compute
+    the observables by observables/gramobs.py, compiled once for every such variant of a
+    process; copies: the
     [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
     in one compiled call; shared: one job's row tiles can be shared over threads;
     min_batch: the jobs a batch should hold, where there are enough (fewer lanes run one at
@@ -62,6 +65,7 @@ class Strategy:
     name: str
     flops: float
     compile_seconds: float
+    gramobs: bool = False
     copies: int = 1
     batched: bool = False
     shared: bool = False
@@ -69,16 +73,19 @@ class Strategy:
     square: Callable[[int, int, int], int] = lambda n, item, tile: 0
 
 
-GENERAL = Strategy("general", 1.5e9, 20.0)            # kernels/general/: every model
-# rows and lanes compile one method each (kernels/methods.kind): the demo's two took 0.42
-# of the CPU time they took when every variant held all three methods (benchmarks/HISTORY.md),
-# applied to the 12 and 50 s they took then
-ROWS = Strategy("rows", 1.0e10, 5.0, copies=2, batched=True,  # the Gram matrix, weights
+# Compile times measured into an empty cache (`sweep compile`, wall, 2-core reference machine):
+# the demo's lanes and rows variants 27.3 and 18.7 s alone and 33.4 s together, so about 12 s
+# of each is what they share (gramobs, 11 s, and the import); blocked alone 12.2 s; general
+# alone 35.8 s, layers alone 26.6 s.
+GRAMOBS_COMPILE_SECONDS = 11.0
+GENERAL = Strategy("general", 1.5e9, 34.0)            # kernels/general/: every model
+ROWS = Strategy("rows", 1.0e10, 6.5, gramobs=True, copies=2, batched=True,  # Gram, weights
                 square=lambda n, item, tile: 2 * n * n * 8)
-LANES = Strategy("lanes", 2.0e10, 21.0, copies=2, batched=True, min_batch=LANES_MIN)
-BLOCKED = Strategy("blocked", 2.0e10, 5.0, copies=3, shared=True,  # a tile per thread
+LANES = Strategy("lanes", 2.0e10, 15.0, gramobs=True, copies=2, batched=True,
+                 min_batch=LANES_MIN)
+BLOCKED = Strategy("blocked", 2.0e10, 1.0, gramobs=True, copies=3, shared=True,  # a tile each
                    square=lambda n, item, tile: min(tile, n) * n * item + 4 * n * 8)
-LAYERS = Strategy("layers", 1.5e9, 20.0)              # the general step and observables
+LAYERS = Strategy("layers", 1.5e9, 25.0)  # the general step and observables
 STRATEGIES = {s.name: s for s in (GENERAL, ROWS, LANES, BLOCKED, LAYERS)}
 SYMMETRIC_COMPILE_SECONDS = 5.0  # blocked with whole weights: a variant of its own
 
@@ -240,9 +247,11 @@ def estimate(jobs: list[Job], positions: str = "none", bins: int = 0) -> Cost:
 def cold_compile_seconds(variants: list[str]) -> float:
     """About how long these variants (KernelPlan.variant names) take to compile when the
     cache holds none of them."""
-    seconds = {**{s.name: s.compile_seconds for s in STRATEGIES.values()},
-               "symmetric": SYMMETRIC_COMPILE_SECONDS}
-    return sum(seconds[name.split("-")[0]] for name in variants)
+    paths = [name.split("-")[0] for name in variants]
+    strategies = [STRATEGIES["blocked" if p == "symmetric" else p] for p in paths]
+    seconds = sum(SYMMETRIC_COMPILE_SECONDS if p == "symmetric" else s.compile_seconds
+                  for p, s in zip(paths, strategies))
+    return seconds + (GRAMOBS_COMPILE_SECONDS if any(s.gramobs for s in strategies) else 0.0)
 
 
 def variants(jobs: list[Job]) -> dict[str, KernelPlan]:
