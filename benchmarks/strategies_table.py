@@ -42,8 +42,9 @@ HOW = {
 def feeding(s: kernel.Strategy) -> str:
     """How the runner feeds a strategy, from its record."""
     parts = ["batched" if s.batched else "one job per call"]
-    if s.min_batch > 1:
-        parts.append(f"at least {s.min_batch} jobs a batch where there are enough")
+    if s.min_batch:
+        sizes = ", else ".join(str(b) for b in s.min_batch)
+        parts.append(f"at least {sizes} jobs a batch where there are enough")
     if s.shared:
         parts.append("a lone job shares its tiles over threads")
     return "; ".join(parts)

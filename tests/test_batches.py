@@ -66,12 +66,14 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
     assert_same_numbers(merged(Store(cfg, out), jobs), straight)
 
 
-# lanes (d <= 8) come 8 (LANES_MIN) to a batch where each thread still gets four such
-# batches, else as the other batched paths: count / (16 threads), at least 1
+# lanes (d <= 8) come 32 (LANES_BATCH) to a batch where each thread still gets four such
+# batches, else 8 (LANES_MIN) where it gets four of those, else as the other batched paths:
+# count / (16 threads), at least 1
 @pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (31, 1, 1),
-                                              (32, 1, 8), (127, 1, 8), (256, 1, 16),
-                                              (256, 2, 8), (63, 2, 1), (64, 2, 8),
-                                              (1024, 2, 32), (4096, 1, 256)])
+                                              (32, 1, 8), (127, 1, 8), (128, 1, 32),
+                                              (256, 1, 32), (256, 2, 32), (255, 2, 8),
+                                              (63, 2, 1), (64, 2, 8), (1024, 2, 32),
+                                              (4096, 1, 256)])
 def test_batch_sizes(count, width, size):
     job = expand(config.from_dict({**CFG, "model": {"n": 4, "d": 2}}))[0]
     assert runner.batch_size(job, count, width, "none") == size

@@ -22,6 +22,7 @@ from sweep.execution.layers import cost as layer_cost
 from sweep.execution.layers.flow import as_flow
 from sweep.kernels.codes import (
     EVALUATIONS,
+    LANES_BATCH,
     LANES_MAX_D,
     LANES_MIN,
     N_OBS,
@@ -57,8 +58,9 @@ class Strategy:
     process; copies: the
     [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
     in one compiled call; shared: one job's row tiles can be shared over threads;
-    min_batch: the jobs a batch should hold, where there are enough (fewer lanes run one at
-    a time: at (32, 2), four times as long per system as a block of 8);
+    min_batch: the jobs a batch should hold where there are enough, the first of these
+    that there are (fewer lanes run one at a time: at (32, 2), four times as long per
+    system as a block of 8);
     square(n, itemsize, tile): the bytes of n x n scratch a job holds (lanes share theirs
     per block of systems)."""
 
@@ -69,7 +71,7 @@ class Strategy:
     copies: int = 1
     batched: bool = False
     shared: bool = False
-    min_batch: int = 1
+    min_batch: tuple[int, ...] = ()
     square: Callable[[int, int, int], int] = lambda n, item, tile: 0
 
 
@@ -82,7 +84,7 @@ GENERAL = Strategy("general", 1.5e9, 34.0)            # kernels/general/: every 
 ROWS = Strategy("rows", 1.0e10, 6.5, gramobs=True, copies=2, batched=True,  # Gram, weights
                 square=lambda n, item, tile: 2 * n * n * 8)
 LANES = Strategy("lanes", 2.0e10, 15.0, gramobs=True, copies=2, batched=True,
-                 min_batch=LANES_MIN)
+                 min_batch=(LANES_BATCH, LANES_MIN))
 BLOCKED = Strategy("blocked", 2.0e10, 1.0, gramobs=True, copies=3, shared=True,  # a tile each
                    square=lambda n, item, tile: min(tile, n) * n * item + 4 * n * 8)
 LAYERS = Strategy("layers", 1.5e9, 25.0)  # the general step and observables

@@ -76,7 +76,7 @@ WAIT_NOTICE = 60.0  # seconds between the lines saying what a waiting run waits 
 MAX_BATCH = 256  # jobs in one compiled call and one part file
 BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
 BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
-LANES_BATCHES_PER_THREAD = 4  # ... and for lanes, of LANES_MIN jobs at least, if there are
+LANES_BATCHES_PER_THREAD = 4  # ... and for lanes, of min_batch jobs at least, if there are
 
 
 def batch_key(job: Job) -> tuple:
@@ -105,16 +105,15 @@ def batch_size(job: Job, count: int, width: int, positions: str, bins: int = 0) 
     """Jobs per batch for `count` jobs like `job` on `width` threads: at most MAX_BATCH,
     BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
-    run as lanes (kernels/lanes.py) come their strategy's min_batch to a batch at least
-    where every thread still gets LANES_BATCHES_PER_THREAD such batches."""
+    run as lanes (kernels/lanes.py) come the first of their strategy's min_batch sizes to a
+    batch at least where every thread still gets LANES_BATCHES_PER_THREAD such batches."""
     plan = kernel_plan(job)
     if plan.strategy.shared:
         return 1
     seconds = job_flop(job) / plan.strategy.flops
     held = sum(job_memory(job, positions, bins).values())
-    least = plan.strategy.min_batch
-    if count < LANES_BATCHES_PER_THREAD * least * width:
-        least = 1
+    least = next((b for b in plan.strategy.min_batch
+                  if count >= LANES_BATCHES_PER_THREAD * b * width), 1)
     return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
                       BATCH_BYTES // max(held, 1),
                       max(least, count // (BATCHES_PER_THREAD * width))))

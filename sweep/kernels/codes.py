@@ -48,8 +48,10 @@ TILE = 256
 SYMMETRIC_MAX_BYTES = 256 * 2**20
 SYMMETRIC_MIN_N = 4 * TILE
 # kernels/lanes.py: systems of up to LANES_MAX_D dimensions run LANES to a block, one per SIMD
-# lane (in a batch of at least LANES_MIN; fewer run one at a time, by the same arithmetic)
-LANES, LANES_MIN, LANES_MAX_D = 64, 8, 8
+# lane (in a batch of at least LANES_MIN; fewer run one at a time, by the same arithmetic);
+# the runner makes batches of LANES_BATCH where there are enough (blocks of 16 took 1.8 times
+# as long per system as blocks of 32 at (32, 8)), else of LANES_MIN
+LANES, LANES_MIN, LANES_BATCH, LANES_MAX_D = 64, 8, 32, 8
 
 # what an integration returns (drive.integrate and the fast paths alike)
 OK = 0
