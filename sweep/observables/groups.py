@@ -82,7 +82,7 @@ def label_clusters(parent, grp):
     return groups
 
 
-@jit_inline
+@jit
 def group_sums(x, groups, grp):
     """grp.sums[A] = s_A, grp.count[A] = m_A, grp.square[A] = sum_{i in A} |x_i|^2 and
     grp.norms[i] = |x_i|^2 of the tokens in groups, summed in token order (float64 whatever
@@ -125,7 +125,7 @@ def against_groups(v, i, s, groups, dots):
     return dots
 
 
-@jit_inline
+@jit
 def overlap_gap(groups, grp):
     """Mean intra-group cosine (pairs i != j) minus the largest mean inter-group cosine."""
     if groups < 2:
@@ -171,7 +171,7 @@ def group_means(groups, grp):
             grp.means[a, k] = grp.sums[a, k] * inv
 
 
-@jit_inline
+@jit
 def silhouette(x, groups, grp):
     if groups < 2:
         return np.nan
@@ -187,7 +187,9 @@ def silhouette(x, groups, grp):
 
 @jit
 def resolve(x, groups, grp, out):
-    """out's resolved columns from the labelled clusters (label_clusters) and grp.outside."""
+    """out's resolved columns from the labelled clusters (label_clusters) and grp.outside.
+    group_sums, overlap_gap and silhouette are called, once a save, not inlined: inlined,
+    they made this one function whose compile took 2 s longer (docs/performance.md)."""
     n = x.shape[0]
     alone = 0
     for i in range(n):
