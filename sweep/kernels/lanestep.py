@@ -20,7 +20,9 @@ vectorise (pair_sums_loops, which serves d >= 4, where a token no longer fits in
 and the loops are the faster: docs/performance.md). The operations are the loops' own, so
 the bits are theirs; a block's lanes are padded to a multiple of WIDTH with copies of its
 last system, whose numbers are never read. velocity_columns gives one system's velocity,
-the same bits, with loops over its tokens instead.
+the same bits, with loops over its tokens instead. Each pair loop is a function of its own,
+called once per simd.WIDTH lanes (for the loops, once per velocity): inlined, all three in
+velocity compiled 0.5 s longer, at the same speed (docs/performance.md, compile time).
 """
 
 from typing import NamedTuple
@@ -46,7 +48,7 @@ def dots(X, i, Y, j, G):
             G[b] += X[i, k, b] * Y[j, k, b]
 
 
-@jit_fma_inline
+@jit_fma
 def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
     """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) in every
     lane, each pair i < j visited once, each of its steps a loop over the lanes for LLVM to
@@ -82,7 +84,7 @@ def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
                     V[j, k, b] += Wt[b] * X[i, k, b]
 
 
-@jit_fma_inline
+@jit_fma
 def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
     """pair_sums_loops' Z and V for d = 2 and the WIDTH lanes from b, the same numbers, in
     f64xn values (simd.py): token i's position and sums held in registers across its pairs;
@@ -117,7 +119,7 @@ def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
     return close
 
 
-@jit_fma_inline
+@jit_fma
 def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
     """pair_sums_circle for d = 3."""
     n = X.shape[0]
