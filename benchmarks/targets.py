@@ -32,7 +32,6 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -71,16 +70,10 @@ def reference(tmp: Path, betas: int) -> dict:
 def exp_rate(repeats: int = 5) -> float:
     """Exponentials per second of the kernels' exp on one core, over a buffer the size of
     the reference's weight matrix (n^2), best of `repeats` compiled calls."""
-    from run import exp_passes  # imports the kernels: only once the sweep has run
+    from run import exp_passes, timed  # imports the kernels: only once the sweep has run
 
     a, passes = np.random.default_rng(0).uniform(-9.0, 0.0, N * N), 20_000
-    exp_passes(a, 1)
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        exp_passes(a, passes)
-        best = min(best, time.perf_counter() - t)
-    return passes * a.size / best
+    return passes * a.size / timed(lambda: exp_passes(a, passes), repeats, min)
 
 
 def large(quick: bool) -> dict:

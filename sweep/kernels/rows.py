@@ -318,7 +318,7 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
     level: SAVE_ALL records every observable, the others of codes.save_level less (NaN in
     the columns they leave out). Inlined into integrate_rows_batch, the path's entry: called,
     its whole linked code was optimised and compiled to machine code again inside the batch's
-    (2 s of a cold start).
+    (3 s of a cold start).
     """
     n, d = x.shape
     xt = np.empty((d, n))
