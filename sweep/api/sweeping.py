@@ -94,8 +94,11 @@ def _check_parts(where: Store, jobs, force: bool) -> None:
     its merge. The rule check_replaceable applies to a results file, applied to its parts."""
     if force or os.path.lexists(where.output):
         return  # a results file: check_replaceable has decided
+    held = where.index().jobs
+    if not held:
+        return  # nothing there (a first run): spares building every job's id
     ids = {job.id for job in jobs}
-    others = sum(job_id not in ids for job_id in where.index().jobs)
+    others = sum(job_id not in ids for job_id in held)
     if others:
         raise ConfigError(f"{where.dir}: holds the results of {others} job(s) that are not "
                           "jobs of this config (another config or --set variant ran into "
