@@ -66,7 +66,7 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
     assert_same_numbers(merged(Store(cfg, out), jobs), straight)
 
 
-# lanes (d <= 8) come 32 (LANES_BATCH) to a batch where each thread still gets four such
+# lanes (d <= 3) come 32 (LANES_BATCH) to a batch where each thread still gets four such
 # batches, else 8 (LANES_MIN) where it gets four of those, else as the other batched paths:
 # count / (16 threads), at least 1
 @pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (31, 1, 1),

@@ -30,7 +30,8 @@ def job(model, integrate=None):
 
 
 @pytest.mark.parametrize("model, integrate, strategy, symmetric", [
-    ({"n": 32, "d": 8}, None, "lanes", False),
+    ({"n": 32, "d": 3}, None, "lanes", False),
+    ({"n": 32, "d": 4}, None, "rows", False),
     ({"n": 255, "d": 9}, None, "rows", False),
     ({"n": 256, "d": 3}, None, "blocked", False),
     ({"n": 1024, "d": 3}, None, "blocked", True),

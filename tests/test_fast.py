@@ -411,6 +411,7 @@ def strategy(job):
 
 def test_strategy_follows_size_and_model(monkeypatch):
     assert [strategy(j) for j in jobs()] == ["lanes", "lanes"]  # d <= LANES_MAX_D
+    assert [strategy(j) for j in jobs(d=4)] == ["rows", "rows"]
     assert [strategy(j) for j in jobs(d=9)] == ["rows", "rows"]
     # beyond these, the fast kernels' exponent range would clamp: the general path runs
     assert [strategy(j) for j in jobs([200.0, 1e3], attention="unnormalized")] == [

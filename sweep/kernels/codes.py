@@ -51,7 +51,7 @@ SYMMETRIC_MIN_N = 4 * TILE
 # lane (in a batch of at least LANES_MIN; fewer run one at a time, by the same arithmetic);
 # the runner makes batches of LANES_BATCH where there are enough (blocks of 16 took 1.8 times
 # as long per system as blocks of 32 at (32, 8)), else of LANES_MIN
-LANES, LANES_MIN, LANES_BATCH, LANES_MAX_D = 64, 8, 32, 8
+LANES, LANES_MIN, LANES_BATCH, LANES_MAX_D = 64, 8, 32, 3
 
 # what an integration returns (drive.integrate and the fast paths alike)
 OK = 0

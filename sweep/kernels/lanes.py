@@ -44,7 +44,11 @@ from sweep.observables.groups import Groups, groups_scratch
 
 ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 
-# codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches (d = 16: even).
+# codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches. From d = 4 the pair
+# loop runs over lanes in memory (lanestep.pair_sums_loops): rows.py was 2-3.3x faster per
+# system at (32, 6), (32, 8), (64, 4), (128, 4), (128, 8) with every observable saved every 10
+# steps, and at n >= 64 even with two saves; lanes kept 1.16-1.36x only at n = 32 with the
+# clustered fraction alone (benchmarks/HISTORY.md). The loops still serve any d.
 # codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
 # codes.LANES_MIN: fewer systems run one at a time (velocity_columns). A block costs about
 # the same for any count up to the vector width, so lanes beat columns per system from 2
