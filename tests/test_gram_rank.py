@@ -107,3 +107,17 @@ def test_grouped_is_a_stable_argsort_of_the_roots():
     for n in (1, 2, 5, 64, 301):
         roots = rng.integers(0, n, n)
         np.testing.assert_array_equal(grouped(roots), np.argsort(roots, kind="mergesort"))
+
+
+@pytest.mark.parametrize("x", [x for _, x in CASES], ids=IDS)
+def test_quick_forest_joins_what_the_close_pairs_join(x):
+    """quick_forest (flat, measuring only pairs not yet joined) and close_forest (every pair,
+    union-find) give every token the same root, the least index of its component."""
+    from sweep.observables.gramrank import close_forest, quick_forest
+    from sweep.observables.summary import find
+
+    for y in (x, x[::-1].copy()):
+        parent, _ = close_forest(y, THRESHOLD)
+        roots = [find(parent, i) for i in range(len(y))]
+        quick = quick_forest(y, THRESHOLD, (y * y).sum(axis=1))
+        assert list(quick) == roots
