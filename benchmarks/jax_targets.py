@@ -5,6 +5,9 @@ both (sweep's kernels come from its cache, JAX compiles at every start, as a use
   one core   both pinned to core 0 (taskset -c 0): `sweep run --workers 1`, JAX with one XLA
              and one Eigen thread (jax_peer.ONE_CORE)
   two cores  `sweep run --workers 2` and JAX as it starts, on every core
+Each side runs PAIRS times, in turn (sweep, JAX, sweep, JAX, ...), and each side's run of
+median wall is the one reported: single runs on a shared machine moved sweep's wall by 50%
+between two runs of the same code, more than they moved JAX's (benchmarks/HISTORY.md).
 JAX's own compile and steady-call seconds come from inside its process. Its statistic, fed
 sweep's starts (seeds 0..127), is compared with the clustered fraction of the one-core sweep
 run, pair by pair. {"measured": False} when jax is not installed.
@@ -34,6 +37,10 @@ def pinned() -> list[str]:
 
 
 def sweep_timed(out: Path, betas: int, workers: int, pin: list[str]) -> dict:
+    """One `sweep run` of the workload into `out`, from nothing (an earlier run's results
+    and parts there removed: else it would skip every job)."""
+    out.unlink(missing_ok=True)
+    shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
     grid = f"grid.beta={{linspace: [{workload.BETAS[0]}, {workload.BETAS[1]}, {betas}]}}"
     return process([*pin, sys.executable, "-m", "sweep", "run", str(workload.CONFIG),
                     "--set", grid, "--workers", str(workers), "--out", str(out)])
@@ -83,6 +90,22 @@ def small(tmp: Path, sweep: dict) -> dict:
         "steady": jax["steady_s"] / sweep["kernel_s"]}}
 
 
+PAIRS = 3
+
+
+def median_run(runs: list[dict]) -> dict:
+    """The run of median wall (the lower middle one of an even count), every run's wall
+    beside it."""
+    middle = sorted(runs, key=lambda r: r["wall_s"])[(len(runs) - 1) // 2]
+    return {**middle, "walls_s": [r["wall_s"] for r in runs]}
+
+
+def paired(sweep_run, jax_run, pairs: int = PAIRS) -> dict:
+    """sweep_run() and jax_run() called in turn `pairs` times: each side's median run."""
+    runs = [(sweep_run(), jax_run()) for _ in range(pairs)]
+    return {"sweep": median_run([s for s, _ in runs]), "jax": median_run([j for _, j in runs])}
+
+
 def ratios(sweep: dict, jax: dict) -> dict:
     return {"end_to_end": jax["wall_s"] / sweep["wall_s"],
             "steady": jax["steady_s"] / sweep["wall_s"]}
@@ -94,13 +117,13 @@ def entry(tmp: Path, betas: int) -> dict:
         return {"measured": False, "why": jax_peer.MISSING}
     starts = tmp / "sweep-starts.npy"
     np.save(starts, workload.sweep_starts())
-    one = {"sweep": sweep_timed(tmp / "one.nc", betas, 1, pinned()),
-           "jax": jax_timed(tmp, betas, starts, jax_peer.ONE_CORE, pinned())}
+    one = paired(lambda: sweep_timed(tmp / "one.nc", betas, 1, pinned()),
+                 lambda: jax_timed(tmp, betas, starts, jax_peer.ONE_CORE, pinned()))
     one["agreement"] = agreement(np.load(tmp / "jax.npy"), tmp / "one.nc")
-    two = {"sweep": sweep_timed(tmp / "two.nc", betas, 2, []),
-           "jax": jax_timed(tmp, betas, starts, {}, [])}
+    two = paired(lambda: sweep_timed(tmp / "two.nc", betas, 2, []),
+                 lambda: jax_timed(tmp, betas, starts, {}, []))
     for side in (one, two):
         side["ratio"] = ratios(side["sweep"], side["jax"])
-    return {"measured": True, "betas": betas, "pinned": " ".join(pinned()),
+    return {"measured": True, "betas": betas, "pinned": " ".join(pinned()), "pairs": PAIRS,
             "one_core": one, "two_cores": two,
             "workers_speedup": one["sweep"]["wall_s"] / two["sweep"]["wall_s"]}

@@ -6,7 +6,9 @@ flops per step, the ratio to NumPy's batched step and to a ceiling measured in t
 Kernel rows, run as `sweep run` runs them (BLAS held to one thread; one system per thread,
 but a single blocked system shares its row tiles over all threads):
   general     the model-zoo path (drive.integrate)
-  rows        the serial fast path (fast.py)
+  rows        the serial fast path, one system per call (kernels/rows.py)
+  lanes       a batch of systems one per SIMD lane (kernels/lanes.py), what `sweep run` picks
+              for n < 256 and d <= 3: the systems split in one batch per thread
   blocked     BLAS products on row tiles + vectorised passes (blocked.py)
   symmetric   blocked computing only W's blocks on and right of the diagonal (3 n^2 d flops)
   blocked-mt  blocked without tile threads, BLAS free to use every core instead
@@ -43,9 +45,11 @@ from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.execution.states import uniform  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
-from sweep.kernels.codes import METHOD_CODES, OBSERVABLES  # noqa: E402
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, SAVE_ALL  # noqa: E402
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
+from sweep.kernels.lanes import integrate_lanes  # noqa: E402
+from sweep.kernels.methods import kind as method_kind  # noqa: E402
 from sweep.kernels.rows import integrate_rows  # noqa: E402
 from sweep.numerics._jit import jit_fast  # noqa: E402
 from sweep.numerics.expfast import exp_inplace  # noqa: E402
@@ -53,7 +57,7 @@ from sweep.numerics.expfast import exp_inplace  # noqa: E402
 BETA, DT = 4.0, 0.05
 MIN_STEPS = 10
 SHAPES = [  # n, d, systems, dtype, kernel rows to time
-    (32, 3, 256, "float64", ("general", "rows")),
+    (32, 3, 256, "float64", ("general", "rows", "lanes")),
     (128, 16, 64, "float64", ("general", "rows", "blocked")),
     (512, 64, 1, "float64", ("general", "rows", "blocked", "symmetric", "blocked-mt")),
     (2048, 128, 1, "float64", ("general", "blocked", "symmetric", "blocked-mt")),
@@ -116,6 +120,11 @@ def kernel_maker(kind: str, xs: np.ndarray, threads: int):
     """steps -> a callable running every system of xs, one per thread (blocked-mt: in turn)."""
     def make(steps):
         def go():
+            if kind == "lanes":
+                with ThreadPoolExecutor(threads) as pool:
+                    list(pool.map(lambda part: lanes_call(part.copy(), steps),
+                                  np.array_split(xs, threads)))
+                return
             work = [x.copy() for x in xs]
             if kind == "blocked-mt":
                 for x in work:
@@ -128,6 +137,16 @@ def kernel_maker(kind: str, xs: np.ndarray, threads: int):
                     list(pool.map(lambda x: kernel_call(kind, x, steps), work))
         return go
     return make
+
+
+def lanes_call(xs: np.ndarray, steps: int) -> None:
+    """Integrate the systems xs: [B, n, d] in one `lanes` call for `steps` Euler steps,
+    every observable at both ends (as kernel_call)."""
+    B, ones = len(xs), np.ones(len(xs))
+    integrate_lanes(xs, BETA * ones, True, method_kind(METHOD_CODES["euler"]), DT * ones, steps,
+                    1e-3 * ones, np.zeros((B, 2, len(OBSERVABLES))),
+                    np.zeros((B, 0) + xs.shape[1:], xs.dtype), np.zeros(1, dtype=np.int64),
+                    np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64), SAVE_ALL)
 
 
 @jit_fast

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -58,7 +59,13 @@ def reference(tmp: Path, betas: int) -> dict:
     out, grid = tmp / "phase.nc", f"grid.beta={{linspace: [0.1, 9.0, {betas}]}}"
     command("run", str(REFERENCE), "--set", "grid.beta=[1.0]", "--set", "grid.seed=[0]",
             "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
-    run = command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out", str(out))
+    runs = []
+    for _ in range(jax_targets.PAIRS):  # the median of a few runs: one run moves with the load
+        out.unlink(missing_ok=True)
+        shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
+        runs.append(command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out",
+                            str(out)))
+    run = jax_targets.median_run(runs)
     numpy_s = workload.timed_numpy_phase(betas)
     exps = betas * SEEDS * STEPS * N * (N + 1) // 2  # lanes.py: one per pair i <= j per step
     rate = exp_rate()
@@ -88,6 +95,17 @@ def large(quick: bool) -> dict:
             for row in run.shape_rows(2048, 128, 1, dtype, ("symmetric",), ceil, threads,
                                       0.15 if quick else 0.4, repeats)]
     return {"ceilings": ceil, "rows": rows}
+
+
+def lanes_small(quick: bool, ceil: dict) -> dict:
+    """(32, 3) x 256 float64: the `lanes` kernel `sweep run` picks there (one batch per
+    core), NumPy's batched step and the JAX peer, against the exp ceiling `large` measured
+    (benchmarks/run.py's rows for that shape, steady state)."""
+    import run
+
+    threads = run.cores()
+    return {"rows": run.shape_rows(32, 3, 256, "float64", ("lanes",), ceil, threads,
+                                   0.15 if quick else 0.4, 3)}
 
 
 def tiny(tmp: Path, seeds: int) -> dict:
@@ -136,6 +154,7 @@ def main(quick: bool = False) -> Path:
                    "small": kernel_share(1, sweep=SWEEP), "quick": quick}
         result["jax_small"] = jax_targets.small(tmp, result["small"])
         result["large"] = large(quick)
+        result["lanes_small"] = lanes_small(quick, result["large"]["ceilings"])
     result["load_after"] = os.getloadavg()[0]
     stamp = result["when"].replace(":", "").replace("-", "").split("+")[0]
     path = Path(__file__).parent / "results" / f"targets-{stamp}.json"

@@ -16,8 +16,8 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
     """(measure, target, measured) for each target of one targets-*.json."""
     ref, tiny, small, plan = r["reference"], r["tiny"], r["small"], r["plan"]
     return [
-        (f"reference phase diagram, {ref['jobs']} jobs, `sweep run` on one worker: wall",
-         "", f"{ref['wall_s']:.1f} s"),
+        (f"reference phase diagram, {ref['jobs']} jobs, `sweep run` on one worker: wall"
+         f"{_median_of(ref)}", "", f"{ref['wall_s']:.1f} s"),
         ("the same workload in batched NumPy, same run", "", f"{ref['numpy_s']:.1f} s"),
         ("ratio NumPy / `sweep run`", ">= 25", f"{ref['speedup_vs_numpy']:.1f}"),
         *exp_rows(ref),
@@ -40,6 +40,7 @@ def rows(r: dict) -> list[tuple[str, str, str]]:
         ("`sweep merge`", "<= 20 s", f"{tiny['merge']['wall_s']:.1f} s"),
         (f"`sweep plan` of {plan['jobs']} jobs: wall", "<= 30 s", f"{plan['wall_s']:.1f} s"),
         ("its peak memory", "<= 500 MB", f"{plan['peak_mib']:.0f} MiB"),
+        *lanes_rows(r),
         *large_rows(r),
     ]
 
@@ -56,6 +57,17 @@ def cold_rows(r: dict) -> list[tuple[str, str, str]]:
 
 def not_measured(entry: dict, what: str) -> list[tuple[str, str, str]]:
     return [(what, "", f"not measured in this run ({entry.get('why', 'not in this JSON')})")]
+
+
+def _median_of(run: dict) -> str:
+    """' (median of K runs)' for an entry that ran K times (JSONs before that ran once)."""
+    return f" (median of {len(run['walls_s'])} runs)" if len(run.get("walls_s", ())) > 1 else ""
+
+
+def _in_turn(jax: dict) -> str:
+    pairs = jax.get("pairs", 1)
+    return (f" (each side's run of median wall of {pairs}, the two sides run in turn)"
+            if pairs > 1 else "")
 
 
 def _jax_times(j: dict) -> str:
@@ -76,7 +88,8 @@ def jax_rows(r: dict) -> list[tuple[str, str, str]]:
     one, two, agree = jax["one_core"], jax["two_cores"], jax["one_core"]["agreement"]
     return [
         ("JAX (jit, vmap in chunks of 128, lax.scan, float64) on the same workload, one core each "
-         f"(`{jax['pinned']}`): wall (compile, steady call)", "", _jax_times(one["jax"])),
+         f"(`{jax['pinned']}`): wall (compile, steady call){_in_turn(jax)}", "",
+         _jax_times(one["jax"])),
         ("`sweep run --workers 1` beside it, same core: wall", "", _cpu(one["sweep"])),
         ("ratio JAX / `sweep run`, one core each: end to end", ">= 3",
          f"{one['ratio']['end_to_end']:.2f}"),
@@ -105,6 +118,25 @@ def jax_small_rows(r: dict) -> list[tuple[str, str, str]]:
         ("ratio JAX / `sweep run` of them (one worker): end to end; steady call / time in "
          "the kernels", "", f"{jax['ratio']['end_to_end']:.2f}; {jax['ratio']['steady']:.2f}"),
     ]
+
+
+def lanes_rows(r: dict) -> list[tuple[str, str, str]]:
+    """(32, 3) x 256: `lanes` (what `sweep run` picks there) against NumPy's batched step,
+    the exp ceiling and JAX, steady state (JSONs before it have none)."""
+    what = "(32, 3) x 256 float64, `lanes` kernel"
+    if "lanes_small" not in r:
+        return not_measured({}, what)
+    by = {row["impl"]: row for row in r["lanes_small"]["rows"]}
+    ours, jax = by["lanes"], by.get("jax")
+    out = [(f"{what}, Euler steps, observables at both ends: system-steps/s, x NumPy, x exp "
+            "ceiling (n^2 exps a step at the kernels' exp rate on every core; lanes "
+            "makes n (n + 1) / 2)", ">= 0.6 of the exp ceiling",
+            f"{ours['steps_per_s']:.3g}, {ours['vs_numpy']:.1f}, {ours['vs_ceiling']:.2f}")]
+    if jax is not None:
+        out.append(("ratio `lanes` / JAX there, steady (JAX compiling "
+                    f"{jax['compile_s']:.2f} s apart)", "",
+                    f"{ours['steps_per_s'] / jax['steps_per_s']:.2f}"))
+    return out
 
 
 def large_rows(r: dict) -> list[tuple[str, str, str]]:

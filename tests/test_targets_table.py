@@ -135,3 +135,38 @@ def test_the_cold_compile_row_shows_the_wall_against_its_target_or_says_not_meas
     assert list(rows.values()) == [("<= 20 s", "12.3 s (CPU 11.0 s)")]
     shown = [v for m, _, v in targets_table.rows(absent) if m.startswith("cold compile")]
     assert shown == ["not measured in this run (not in this JSON)"]
+
+
+def test_the_lanes_row_holds_the_exp_ceiling_target_or_says_it_was_not_measured():
+    r = newest()
+    r.pop("lanes_small", None)
+    shown = [v for m, _, v in targets_table.rows(r) if m.startswith("(32, 3) x 256")]
+    assert shown == ["not measured in this run (not in this JSON)"]
+    r["lanes_small"] = {"rows": [
+        {"impl": "numpy", "steps_per_s": 1.4e5, "vs_numpy": 1.0, "vs_ceiling": 0.06},
+        {"impl": "jax", "steps_per_s": 4e5, "vs_numpy": 2.9, "vs_ceiling": 0.16,
+         "compile_s": 0.125},
+        {"impl": "lanes", "steps_per_s": 2.2e6, "vs_numpy": 15.7, "vs_ceiling": 0.89}]}
+    rows = [(t, v) for m, t, v in targets_table.rows(r) if "(32, 3) x 256" in m
+            or "`lanes` / JAX" in m]
+    assert rows == [(">= 0.6 of the exp ceiling", "2.2e+06, 15.7, 0.89"), ("", "5.50")]
+
+
+def test_the_peer_runs_alternate_and_each_side_reports_its_median_run():
+    import jax_targets
+
+    order = []
+
+    def side(name, walls):
+        left = iter(walls)
+
+        def run():
+            order.append(name)
+            return {"wall_s": next(left), "which": name}
+        return run
+
+    got = jax_targets.paired(side("sweep", [5.0, 3.0, 4.0]), side("jax", [10.0, 12.0, 11.0]))
+    assert order == ["sweep", "jax"] * 3
+    assert (got["sweep"]["wall_s"], got["jax"]["wall_s"]) == (4.0, 11.0)
+    assert got["sweep"]["walls_s"] == [5.0, 3.0, 4.0]
+    assert jax_targets.median_run([{"wall_s": 2.0}, {"wall_s": 1.0}])["wall_s"] == 1.0
