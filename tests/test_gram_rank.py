@@ -121,3 +121,30 @@ def test_quick_forest_joins_what_the_close_pairs_join(x):
         roots = [find(parent, i) for i in range(len(y))]
         quick = quick_forest(y, THRESHOLD, (y * y).sum(axis=1))
         assert list(quick) == roots
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_head_squares_are_the_partial_sums_a_distance_starts_with(dtype):
+    """points.head_squares gives, bit for bit, the sum of a distance's first terms as
+    near() and quick_forest's squares() add them in order; where it passes a reach, the whole
+    sum does too (the pair is skipped with the answer the whole sum would give)."""
+    from sweep.observables.points import head_squares, near
+
+    rng = np.random.default_rng(5)
+    for d in (1, 2, 3, 16):
+        x = rng.standard_normal((40, d)).astype(dtype)
+        x[7] = x[3]  # a pair at distance 0
+        out = np.full(len(x), np.nan)
+        for i in range(len(x)):
+            head_squares(x, i, out)
+            e = x[i + 1:, :2].astype(np.float64) - x[i, :2]
+            expect = e[:, 0] * e[:, 0]
+            if d > 1:
+                expect = expect + e[:, 1] * e[:, 1]
+            assert out[i + 1:].tobytes() == expect.tobytes()
+            for j in range(i + 1, len(x)):
+                for reach in (out[j] / 2, out[j], 2 * out[j] + 1e-12):
+                    if out[j] > reach:  # skipped: the whole sum says no as well
+                        assert not near(x, i, j, reach)
+                    elif d <= 2:  # these terms are the whole sum
+                        assert near(x, i, j, reach)

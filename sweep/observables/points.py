@@ -34,6 +34,26 @@ def near(x, i, j, reach):
 
 
 @jit
+def head_squares(x, i, out):
+    """out[j] = the first two terms of |x_i - x_j|^2 for every j > i (one where d is 1),
+    summed in order as near() and its like sum the whole: the same partial sums, bit for bit,
+    in a loop over j without a branch. The terms only add, so out[j] > reach means
+    near(x, i, j, reach) leaves within these terms and answers False: such a pair needs no
+    more."""
+    n, d = x.shape
+    a = np.float64(x[i, 0])
+    if d == 1:
+        for j in range(i + 1, n):
+            e = a - x[j, 0]
+            out[j] = e * e
+        return
+    b = np.float64(x[i, 1])
+    for j in range(i + 1, n):
+        e, f = a - x[j, 0], b - x[j, 1]
+        out[j] = e * e + f * f
+
+
+@jit
 def n_points(x, rtol):
     """The number of distinct positions of the rows of x (see the module docstring)."""
     n, d = x.shape
@@ -44,10 +64,12 @@ def n_points(x, rtol):
             r2 += np.float64(x[i, k]) * x[i, k]
         top = max(top, r2)
     reach = rtol * rtol * top
-    parent = np.arange(n)
+    parent, apart = np.arange(n), np.empty(n)
     for i in range(n):
+        head_squares(x, i, apart)
         for j in range(i + 1, n):
-            if find(parent, i) != find(parent, j) and near(x, i, j, reach):
+            if apart[j] <= reach and find(parent, i) != find(parent, j) \
+                    and near(x, i, j, reach):
                 union(parent, i, j)
     count = 0
     for i in range(n):
