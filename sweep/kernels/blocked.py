@@ -111,7 +111,7 @@ class Blocked:
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        self._common(x, beta, softmax)
+        self._common(x, beta, softmax, pool)
         n = x.shape[0]
         slots = max(1, min(threads, len(self.tiles)))
         self.gram = np.empty((slots, min(TILE, n), n), dtype=x.dtype)
@@ -120,7 +120,7 @@ class Blocked:
         self.close = np.zeros(slots, dtype=np.int64)
         self.map = pool.map if pool is not None and slots > 1 else map
 
-    def _common(self, x: np.ndarray, beta: float, softmax: bool) -> None:
+    def _common(self, x: np.ndarray, beta: float, softmax: bool, pool) -> None:
         """The parameters, the tiles, and the arrays a step and a save need in both classes."""
         n, d = x.shape
         self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
@@ -130,6 +130,7 @@ class Blocked:
         self.ws = np.empty((methods.STAGES, n, d), dtype=x.dtype)
         self.z, self.rows = np.empty(n), np.empty((n, 6))
         self.groups = groups_scratch(n, d)  # the resolved observables' (groups.py)
+        self.calls = pool.map if pool is not None else map  # a save's observables of x alone
 
     def each_tile(self, fn, *args) -> None:
         """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
@@ -175,7 +176,7 @@ class Blocked:
         if groups > 0:
             self.outside(x)
         resolve(x, groups, self.groups, out)
-        compute(x, out)  # the observables of x alone (observables/extra.py)
+        compute(x, out, self.calls)  # the observables of x alone (observables/extra.py)
 
     def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
         """Row statistics and forests of close pairs, tile by tile (keep: ignored, no weights
@@ -208,7 +209,7 @@ class Symmetric(Blocked):
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        self._common(x, beta, softmax)
+        self._common(x, beta, softmax, pool)
         n, tiles = x.shape[0], len(self.tiles)
         self.w = np.empty((n, n), dtype=x.dtype)
         self.u = np.empty_like(x)  # the products with the blocks above the diagonal

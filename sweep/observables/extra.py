@@ -5,17 +5,18 @@
 *parameters). It is assembled here, at import, from the records: one function whose body is
 written from them, a line per observable in the records' order with its column and
 parameters as literals, compiled into the function that calls it (gramobs.observe_weighted,
-kernels.general.observables.observe, and `compute` for the blocked path's Python), so a path's
-compiled save holds the calls as if written there and adding an observable of x touches no
-path. (One function, not a chain of closures, one per record: each closure was a compilation
-of its own, 1.7 s of a cold start for five.)
+kernels.general.observables.observe), so a path's compiled save holds the calls as if written
+there and adding an observable of x touches no path. (One function, not a chain of closures,
+one per record: each closure was a compilation of its own, 1.7 s of a cold start for five.)
+The blocked path, which saves from Python, calls the same kernels one by one instead
+(`compute`), side by side on its threads.
 """
 
 import importlib
 
 import numba
 
-from sweep.numerics._jit import jit, jit_link
+from sweep.numerics._jit import jit_link
 from sweep.observables.records import STANDALONE
 
 
@@ -39,7 +40,16 @@ def _assemble(records) -> numba.core.registry.CPUDispatcher:
 standalone = _assemble(STANDALONE)
 
 
-@jit
-def compute(x, out):
-    """standalone(x, out), as one compiled call (for the blocked path's Python)."""
-    standalone(x, out)
+CALLS = tuple((r.column, _kernel(r.kernel), r.parameters) for r in STANDALONE)
+
+
+def compute(x, out, map=map) -> None:
+    """What standalone(x, out) writes, each observable its own compiled call made by `map`,
+    for the blocked path's Python: its pool's map runs them side by side (they release the
+    GIL; each writes only its own column, so the numbers are standalone's whatever the
+    threads)."""
+    def one(call):
+        column, kernel, parameters = call
+        out[column] = kernel(x, *parameters)
+
+    list(map(one, CALLS))
