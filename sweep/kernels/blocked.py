@@ -111,7 +111,7 @@ class Blocked:
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        self._common(x, beta, softmax, pool)
+        self._common(x, beta, softmax, pool, threads)
         n = x.shape[0]
         slots = max(1, min(threads, len(self.tiles)))
         self.gram = np.empty((slots, min(TILE, n), n), dtype=x.dtype)
@@ -120,7 +120,7 @@ class Blocked:
         self.close = np.zeros(slots, dtype=np.int64)
         self.map = pool.map if pool is not None and slots > 1 else map
 
-    def _common(self, x: np.ndarray, beta: float, softmax: bool, pool) -> None:
+    def _common(self, x: np.ndarray, beta: float, softmax: bool, pool, threads: int) -> None:
         """The parameters, the tiles, and the arrays a step and a save need in both classes."""
         n, d = x.shape
         self.beta, self.softmax, self.c = float(beta), bool(softmax), 1.0 if softmax else 0.0
@@ -131,6 +131,13 @@ class Blocked:
         self.z, self.rows = np.empty(n), np.empty((n, 6))
         self.groups = groups_scratch(n, d)  # the resolved observables' (groups.py)
         self.calls = pool.map if pool is not None else map  # a save's observables of x alone
+        parts = max(1, min(threads, n)) if pool is not None else 1
+        self.parts = [(n * p // parts, n * (p + 1) // parts) for p in range(parts)]
+
+    def by_rows(self, fn) -> None:
+        """fn(lo, hi) over the rows in one part per thread, side by side: for the elementwise
+        steps between velocities (each row's numbers are its own, whatever the parts)."""
+        list(self.calls(lambda part: fn(*part), self.parts))
 
     def each_tile(self, fn, *args) -> None:
         """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
@@ -168,7 +175,7 @@ class Blocked:
         pairs tile by tile (gather), the forests merged (the same clusters for any split);
         where groups exist, one more pass over the tiles for the weight outside each token's
         cluster (outside). keep: see Symmetric.gather."""
-        np.copyto(self.xt, x.T)
+        self.transpose(x)
         self.forests[:] = np.arange(x.shape[0])
         self.gather(x, eps, keep)
         groups = summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta,
@@ -188,9 +195,13 @@ class Blocked:
         """groups.outside of every row: the tiles' weights again (Blocked keeps none)."""
         self.each_tile(self.outside_share_tile, x)
 
+    def transpose(self, x: np.ndarray) -> None:
+        """xt = x^T, a part of the rows per thread."""
+        self.by_rows(lambda lo, hi: np.copyto(self.xt[:, lo:hi], x[lo:hi].T))
+
     def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
         """out = P_x(v) for every token (v itself for the layer method)."""
-        np.copyto(self.xt, x.T)
+        self.transpose(x)
         self.each_tile(self.velocity_tile, x, out, method)
 
 
@@ -209,7 +220,7 @@ class Symmetric(Blocked):
     """
 
     def __init__(self, x: np.ndarray, beta: float, softmax: bool, pool=None, threads: int = 1):
-        self._common(x, beta, softmax, pool)
+        self._common(x, beta, softmax, pool, threads)
         n, tiles = x.shape[0], len(self.tiles)
         self.w = np.empty((n, n), dtype=x.dtype)
         self.u = np.empty_like(x)  # the products with the blocks above the diagonal
@@ -238,7 +249,7 @@ class Symmetric(Blocked):
                         out[lo:hi])
 
     def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
-        np.copyto(self.xt, x.T)
+        self.transpose(x)
         tiles = range(len(self.tiles))
         if self.weights_of is not x:  # else a save has just left x's weights in w
             list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
@@ -303,13 +314,15 @@ class System:
         """No noise on the fast paths."""
 
     def shift(self, out: np.ndarray, x: np.ndarray, frac: float, k: np.ndarray) -> None:
-        axpy(out, x, frac * self.dt, k)
+        a = frac * self.dt
+        self.work.by_rows(lambda lo, hi: axpy(out[lo:hi], x[lo:hi], a, k[lo:hi]))
 
     def rk4_combine(self, x, k1, k2, k3, k4) -> None:
-        rk4_combine(x, self.dt, k1, k2, k3, k4)
+        self.work.by_rows(lambda lo, hi: rk4_combine(x[lo:hi], self.dt, k1[lo:hi], k2[lo:hi],
+                                                     k3[lo:hi], k4[lo:hi]))
 
     def normalise(self, x: np.ndarray) -> None:
-        normalize_rows(x)
+        self.work.by_rows(lambda lo, hi: normalize_rows(x[lo:hi]))
 
 
 implement(System, System.advance, System.record)
