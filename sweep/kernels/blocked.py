@@ -130,14 +130,14 @@ class Blocked:
         self.ws = np.empty((methods.STAGES, n, d), dtype=x.dtype)
         self.z, self.rows = np.empty(n), np.empty((n, 6))
         self.groups = groups_scratch(n, d)  # the resolved observables' (groups.py)
-        self.calls = pool.map if pool is not None else map  # a save's observables of x alone
+        self.spread = pool.map if pool is not None else map  # side by side on the threads
         parts = max(1, min(threads, n)) if pool is not None else 1
         self.parts = [(n * p // parts, n * (p + 1) // parts) for p in range(parts)]
 
     def by_rows(self, fn) -> None:
         """fn(lo, hi) over the rows in one part per thread, side by side: for the elementwise
         steps between velocities (each row's numbers are its own, whatever the parts)."""
-        list(self.calls(lambda part: fn(*part), self.parts))
+        list(self.spread(lambda part: fn(*part), self.parts))
 
     def each_tile(self, fn, *args) -> None:
         """fn(s, k, *args) for every tile k, slot s taking tiles s, s + slots, ... in turn."""
@@ -183,7 +183,7 @@ class Blocked:
         if groups > 0:
             self.outside(x)
         resolve(x, groups, self.groups, out)
-        compute(x, out, self.calls)  # the observables of x alone (observables/extra.py)
+        compute(x, out, self.spread)  # the observables of x alone (observables/extra.py)
 
     def gather(self, x: np.ndarray, eps: float, keep: bool) -> None:
         """Row statistics and forests of close pairs, tile by tile (keep: ignored, no weights

@@ -40,17 +40,17 @@ def head_squares(x, i, out):
     in a loop over j without a branch. The terms only add, so out[j] > reach means
     near(x, i, j, reach) leaves within these terms and answers False: such a pair needs no
     more."""
-    n, d = x.shape
+    later, first = out[i + 1:], x[i + 1:, 0]  # indexed from 0: a loop from i + 1 ran scalar
     a = np.float64(x[i, 0])
-    if d == 1:
-        for j in range(i + 1, n):
-            e = a - x[j, 0]
-            out[j] = e * e
+    if x.shape[1] == 1:
+        for j in range(later.shape[0]):
+            e = a - first[j]
+            later[j] = e * e
         return
-    b = np.float64(x[i, 1])
-    for j in range(i + 1, n):
-        e, f = a - x[j, 0], b - x[j, 1]
-        out[j] = e * e + f * f
+    b, second = np.float64(x[i, 1]), x[i + 1:, 1]
+    for j in range(later.shape[0]):
+        e, f = a - first[j], b - second[j]
+        later[j] = e * e + f * f
 
 
 @jit
