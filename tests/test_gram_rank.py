@@ -148,3 +148,32 @@ def test_head_squares_are_the_partial_sums_a_distance_starts_with(dtype):
                         assert not near(x, i, j, reach)
                     elif d <= 2:  # these terms are the whole sum
                         assert near(x, i, j, reach)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_cosine_rows_are_cosine_bit_for_bit(dtype):
+    """cosines_block and cosines_to (the vectorised rows of cosines) give each cosine with the
+    bits of cosine(), the in-order sum every path's count rests on."""
+    from numba import njit
+
+    from sweep.observables.gramrank import BLOCK, cosine, cosines_block, cosines_to, transposed
+
+    @njit
+    def rows(x, i0, i1, lo):
+        cols = transposed(x, np.arange(x.shape[0]))
+        block, one = np.full((BLOCK, x.shape[0]), np.nan), np.full(x.shape[0], np.nan)
+        cosines_block(cols, i0, i1, lo, block)
+        cosines_to(cols[:, i0], cols, lo, one)
+        want = np.empty((i1 - i0, x.shape[0] - lo))
+        for b in range(i1 - i0):
+            for j in range(lo, x.shape[0]):
+                want[b, j - lo] = cosine(x, i0 + b, j)
+        return block[: i1 - i0, lo:], one[lo:], want
+
+    rng = np.random.default_rng(3)
+    for n, d in ((1, 3), (9, 2), (40, 16), (70, 128)):
+        x = rng.standard_normal((n, d)).astype(dtype)
+        for i0, lo in ((0, 0), (0, 1), (min(8, n - 1), min(9, n))):
+            block, one, want = rows(x, i0, min(i0 + BLOCK, n), lo)
+            assert block.tobytes() == want.tobytes()
+            assert one.tobytes() == want[0].tobytes()

@@ -49,12 +49,14 @@ def cosine(x, i, j):
 def cosines_to(xi, cols, lo, out):
     """out[j] = <xi, cols[:, j]> for lo <= j < m, cols: [d, m]; summed over k in order, term
     by term as cosine() sums them (the same bits), j innermost so that the loop vectorises
-    without reassociating any sum."""
-    out[lo:] = 0.0
+    without reassociating any sum (sliced at lo and indexed from 0: a loop from lo ran
+    scalar)."""
+    seg = out[lo:]
+    seg[:] = 0.0
     for k in range(cols.shape[0]):
-        xik = xi[k]
-        for j in range(lo, cols.shape[1]):
-            out[j] += xik * cols[k, j]
+        xik, row = xi[k], cols[k, lo:]
+        for j in range(seg.shape[0]):
+            seg[j] += xik * row[j]
 
 
 BLOCK = 8  # rows of cosines computed together: each column of tokens is read once per block
@@ -63,13 +65,15 @@ BLOCK = 8  # rows of cosines computed together: each column of tokens is read on
 @jit_inline
 def cosines_block(cols, i0, i1, lo, out):
     """out[b, j] = <cols[:, i0 + b], cols[:, j]> for i0 + b < i1 and lo <= j < m, cols: [d, m];
-    each summed over k in order, term by term as cosine() sums them (the same bits)."""
+    each summed over k in order, term by term as cosine() sums them (the same bits; sliced
+    at lo and indexed from 0, as cosines_to)."""
     out[:, lo:] = 0.0
     for k in range(cols.shape[0]):
+        row = cols[k, lo:]
         for b in range(i1 - i0):
-            xik = cols[k, i0 + b]
-            for j in range(lo, cols.shape[1]):
-                out[b, j] += xik * cols[k, j]
+            xik, seg = cols[k, i0 + b], out[b, lo:]
+            for j in range(seg.shape[0]):
+                seg[j] += xik * row[j]
 
 
 @jit
