@@ -13,6 +13,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,16 @@ def process(argv: list[str], cwd: Path = ROOT, env: dict | None = None) -> dict:
                                f"{done.stderr[-2000:]}")
         peak, user, system = usage.read().split()[-3:]
     return {"wall_s": wall, "peak_mib": int(peak) / 1024, "cpu_s": float(user) + float(system)}
+
+
+def fresh(out: Path) -> Path:
+    """out, with an earlier run's results file and parts removed: a `sweep run` into it then
+    runs every job, as a first run does (else it would skip them all)."""
+    from sweep.storage.store import parts_dir
+
+    out.unlink(missing_ok=True)
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
+    return out
 
 
 def _sweep_run(args: list[str], env: dict | None = None) -> tuple[float, float]:

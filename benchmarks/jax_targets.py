@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cli_sweep  # noqa: E402
 import jax_peer  # noqa: E402
 import workload  # noqa: E402
-from cli_sweep import WARM, process  # noqa: E402
+from cli_sweep import WARM, fresh, process  # noqa: E402
 
 PEER = Path(jax_peer.__file__).resolve()
 
@@ -39,11 +39,9 @@ def pinned() -> list[str]:
 def sweep_timed(out: Path, betas: int, workers: int, pin: list[str]) -> dict:
     """One `sweep run` of the workload into `out`, from nothing (an earlier run's results
     and parts there removed: else it would skip every job)."""
-    out.unlink(missing_ok=True)
-    shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
     grid = f"grid.beta={{linspace: [{workload.BETAS[0]}, {workload.BETAS[1]}, {betas}]}}"
     return process([*pin, sys.executable, "-m", "sweep", "run", str(workload.CONFIG),
-                    "--set", grid, "--workers", str(workers), "--out", str(out)])
+                    "--set", grid, "--workers", str(workers), "--out", str(fresh(out))])
 
 
 def jax_timed(tmp: Path, betas: int, starts: Path, env: dict, pin: list[str]) -> dict:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -42,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax_targets  # noqa: E402
 import reference_code  # noqa: E402
 import workload  # noqa: E402
-from cli_sweep import SWEEP, WARM, kernel_share, process  # noqa: E402
+from cli_sweep import SWEEP, WARM, fresh, kernel_share, process  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "configs" / "phase-glpr-reference.yaml"
@@ -61,10 +60,8 @@ def reference(tmp: Path, betas: int) -> dict:
             "--out", str(tmp / "warm.nc"))  # loads (or compiles) the kernels
     runs = []
     for _ in range(jax_targets.PAIRS):  # the median of a few runs: one run moves with the load
-        out.unlink(missing_ok=True)
-        shutil.rmtree(out.with_suffix(".parts"), ignore_errors=True)
         runs.append(command("run", str(REFERENCE), "--workers", "1", "--set", grid, "--out",
-                            str(out)))
+                            str(fresh(out))))
     run = jax_targets.median_run(runs)
     numpy_s = workload.timed_numpy_phase(betas)
     exps = betas * SEEDS * STEPS * N * (N + 1) // 2  # lanes.py: one per pair i <= j per step
