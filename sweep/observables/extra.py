@@ -25,22 +25,23 @@ def _kernel(spec: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _assemble(records) -> numba.core.registry.CPUDispatcher:
+# (column, kernel, parameters) of each record with a kernel, in the records' order
+CALLS = tuple((r.column, _kernel(r.kernel), r.parameters) for r in STANDALONE)
+
+
+def _assemble(calls) -> numba.core.registry.CPUDispatcher:
     names = {"__name__": __name__}
-    names.update((f"kernel{k}", _kernel(r.kernel)) for k, r in enumerate(records))
+    names.update((f"kernel{k}", kernel) for k, (_, kernel, _) in enumerate(calls))
     lines = [
-        f"    out[{r.column}] = kernel{k}(x{''.join(f', {p!r}' for p in r.parameters)})"
-        for k, r in enumerate(records)
+        f"    out[{column}] = kernel{k}(x{''.join(f', {p!r}' for p in parameters)})"
+        for k, (column, _, parameters) in enumerate(calls)
     ]
     source = "def standalone(x, out):\n" + "\n".join(lines or ["    pass"]) + "\n"
     exec(compile(source, __name__ + ".standalone", "exec"), names)  # noqa: S102
     return jit_link(names["standalone"])
 
 
-standalone = _assemble(STANDALONE)
-
-
-CALLS = tuple((r.column, _kernel(r.kernel), r.parameters) for r in STANDALONE)
+standalone = _assemble(CALLS)
 
 
 def compute(x, out, map=map) -> None:
