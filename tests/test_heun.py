@@ -55,8 +55,8 @@ def _batch(fn, xs, steps, **kw):
     return xs, obs
 
 
-@pytest.mark.parametrize("count, n, d", [(40, 12, 2), (3, 10, 3), (33, 7, 5)])
-def test_heun_lanes_and_columns_agree_with_the_general_path(count, n, d):
+@pytest.mark.parametrize("count, n, d", [(40, 12, 2), (3, 10, 3), (33, 7, 3)])
+def test_heun_lanes_agree_with_the_general_path(count, n, d):
     xs = _starts(count, n, d)
     lanes, obs = _batch(integrate_lanes, xs, 20, recorded=np.zeros(count, dtype=np.int64),
                         level=SAVE_ALL)

@@ -1,13 +1,13 @@
 """The kernel each job calls, decided once per job, and what it costs. No Numba here.
 
 A `KernelPlan` names the compiled path a job takes: general (kernels/general/: every model),
-lanes (lanes.py: a batch of small plain systems of d <= LANES_MAX_D in one compiled call,
+lanes (lanes.py: a batch of small plain systems of d 2 or 3 in one compiled call,
 one system per SIMD lane), rows (rows.py: one serial compiled call per such system of more
-dimensions) or blocked (blocked.py:
-BLAS on row tiles; Symmetric when the n x n weights fit, else tile by tile). It is made from
-the job here and nowhere else: simulate calls the kernel it names, the runner groups jobs by
-it, resources and `sweep plan` count memory and time from it, and the compile step compiles
-exactly the variants a sweep's plans name (simulate.warm_up).
+dimensions) or blocked (blocked.py: BLAS on row tiles; Symmetric when the n x n weights fit,
+else tile by tile). It is made from the job here and nowhere else: simulate calls the kernel
+it names, the runner groups jobs by it, resources and `sweep plan` count memory and time from
+it, and the compile step compiles exactly the variants a sweep's plans name
+(simulate.warm_up).
 """
 
 from __future__ import annotations
@@ -76,14 +76,14 @@ class Strategy:
 
 
 # Compile times measured into an empty cache (`sweep compile`, wall, 2-core reference machine):
-# the demo's lanes and rows variants 27.3 and 18.7 s alone and 33.4 s together, so about 12 s
-# of each is what they share (gramobs, 11 s, and the import); blocked alone 12.2 s; general
-# alone 35.8 s, layers alone 26.6 s.
+# the demo's lanes and rows variants 19.1 and 16.4 s alone and 24.5 s together, so about 11 s
+# of each is what they share (gramobs and the import); blocked alone 12.2 s; general alone
+# 35.8 s, layers alone 26.6 s.
 GRAMOBS_COMPILE_SECONDS = 11.0
 GENERAL = Strategy("general", 1.5e9, 34.0)            # kernels/general/: every model
-ROWS = Strategy("rows", 1.0e10, 6.5, gramobs=True, copies=2, batched=True,  # Gram, weights
+ROWS = Strategy("rows", 1.0e10, 5.5, gramobs=True, copies=2, batched=True,  # Gram, weights
                 square=lambda n, item, tile: 2 * n * n * 8)
-LANES = Strategy("lanes", 2.0e10, 15.0, gramobs=True, copies=2, batched=True,
+LANES = Strategy("lanes", 2.0e10, 8.0, gramobs=True, copies=2, batched=True,
                  min_batch=(LANES_BATCH, LANES_MIN))
 BLOCKED = Strategy("blocked", 2.0e10, 1.0, gramobs=True, copies=3, shared=True,  # a tile each
                    square=lambda n, item, tile: min(tile, n) * n * item + 4 * n * 8)

@@ -47,8 +47,8 @@ STAGES_WRITTEN = {"euler": 1, "rk4": 5, "layer": 1, "heun": 3}
 TILE = 256
 SYMMETRIC_MAX_BYTES = 256 * 2**20
 SYMMETRIC_MIN_N = 4 * TILE
-# kernels/lanes.py: systems of up to LANES_MAX_D dimensions run LANES to a block, one per SIMD
-# lane (in a batch of at least LANES_MIN; fewer run one at a time, by the same arithmetic);
+# kernels/lanes.py: systems of 2 to LANES_MAX_D dimensions (model.d >= 2) run LANES to a block,
+# one per SIMD lane (a block padded to the vector width: fewer systems cost what that many do);
 # the runner makes batches of LANES_BATCH where there are enough (blocks of 16 took 1.8 times
 # as long per system as blocks of 32 at (32, 8)), else of LANES_MIN
 LANES, LANES_MIN, LANES_BATCH, LANES_MAX_D = 64, 8, 32, 3

@@ -1,12 +1,10 @@
-"""Many small systems at once, one per SIMD lane: the fast path for n < 256, d <= LANES_MAX_D.
+"""Many small systems at once, one per SIMD lane: the fast path for n < 256, d 2 and 3.
 
 A batch of systems of one shape is held as X: [n, d, L], system b in lane b, so every inner
-loop runs over the L systems with unit stride and vectorises whatever n and d are (each
-vector instruction advances 4 systems on AVX2, 8 on AVX-512). Nothing is summed across
-lanes, so the lanes never meet: a system's numbers are the same whatever batch, block or
-lane it runs in, or alone (fewer than LANES_MIN systems run one at a time through
-velocity_columns, which gives the same bits: tests/test_lanes.py).
-
+loop runs over the L systems with unit stride and vectorises whatever n is (each vector
+instruction advances 4 systems on AVX2, 8 on AVX-512). Nothing is summed across lanes, so
+the lanes never meet: a system's numbers are the same whatever batch, block or lane it runs
+in, or alone (in a block of its own, padded to the vector width: tests/test_lanes.py).
 
 At (32, 2), the reference workload's shape, a layer step with a save of the clustered fraction
 at every step costs about half of rows.py's per system in batches (docs/performance.md).
@@ -14,9 +12,9 @@ A save that records only the order parameter and the clustered fraction (SAVE_CL
 the close pairs inside the next step's pair loop (its g_ij are the save's); any other save
 builds the system's Gram matrix from its lane (the same g_ij) and uses gramobs as rows.py
 does. Float32 systems are computed in float64 and rounded to float32 after every step.
-The velocity and the layouts are lanestep.py's: a step is methods.step over Lanes (or, for
-one system, Columns). Each block runs in timeloop.run as a Block, whose save ends a system
-that is not finite where it ended while the others go on.
+The velocity and the layout are lanestep.py's: a step is methods.step over Lanes. Each block
+runs in timeloop.run as a Block, whose save ends a system that is not finite where it ended
+while the others go on.
 """
 
 from typing import NamedTuple
@@ -27,14 +25,13 @@ from sweep.kernels import methods
 from sweep.kernels.codes import (
     COLUMN,
     LANES,
-    LANES_MIN,
     NONFINITE,
     OK,
     SAVE_ALL,
     SAVE_CLOSE,
     STOPPED,
 )
-from sweep.kernels.lanestep import Columns, Lanes, count_close, lane_gram
+from sweep.kernels.lanestep import Lanes, count_close, lane_gram
 from sweep.kernels.timeloop import implement
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
@@ -45,15 +42,13 @@ from sweep.observables.groups import Groups, groups_scratch
 ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 
 # codes.LANES_MAX_D: up to here lanes beat rows.py per system in batches. From d = 4 the pair
-# loop runs over lanes in memory (lanestep.pair_sums_loops): rows.py was 2-3.3x faster per
-# system at (32, 6), (32, 8), (64, 4), (128, 4), (128, 8) with every observable saved every 10
-# steps, and at n >= 64 even with two saves; lanes kept 1.16-1.36x only at n = 32 with the
-# clustered fraction alone (benchmarks/HISTORY.md). The loops still serve any d.
-# codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again).
-# codes.LANES_MIN: fewer systems run one at a time (velocity_columns). A block costs about
-# the same for any count up to the vector width, so lanes beat columns per system from 2
-# systems at (32, 2) and from about 8 at (32, 8) (layer steps; at 8: 0.29 against 1.23 ms at
-# (32, 2), 2.2 against 2.1 at (32, 8), 3.4 against 9.6 at (128, 3)); 8 is one AVX-512 vector.
+# loop ran over lanes in memory: rows.py was 2-3.3x faster per system at (32, 6), (32, 8),
+# (64, 4), (128, 4), (128, 8) with every observable saved every 10 steps, and at n >= 64 even
+# with two saves; lanes kept 1.16-1.36x only at n = 32 with the clustered fraction alone
+# (benchmarks/HISTORY.md).
+# codes.LANES: systems per block (X of (32, 2) is 32 KiB, the stages as much again). A block
+# costs about the same for any count up to the vector width, so a system alone costs what a
+# block of WIDTH does (benchmarks/HISTORY.md: lanes without columns).
 
 
 @jit_fma
@@ -104,35 +99,15 @@ def copy_lane(X, b, x):
             x[i, k] = X[i, k, b]
 
 
-@jit_fma
-def transpose(X, xt):
-    """xt[0, k, i] = X[i, k, 0]: a block of one system, as Columns holds it."""
-    for i in range(X.shape[0]):
-        for k in range(X.shape[1]):
-            xt[0, k, i] = X[i, k, 0]
-
-
-@jit_fma
-def untranspose(xt, X):
-    """X[i, k, 0] = xt[0, k, i]."""
-    for i in range(X.shape[0]):
-        for k in range(X.shape[1]):
-            X[i, k, 0] = xt[0, k, i]
-
-
 class Block(NamedTuple):
-    """Systems lo..hi-1 of a batch for the time loop (timeloop.run): their layout (lanes, or
-    for one system cols, stepped in xt), the state X: [n, d, P] as the saves read it, each
-    lane's beta and eps ([P]), and the block's rows of the outputs (xs, obs, traj, status,
-    recorded); alive: [P], whose run goes on; last: [1], the save whose close pairs the next
-    step counts (SAVE_CLOSE); t, m, r: [P] and g, e, rows, acc, parent, grp: a save's
-    scratch."""
+    """Systems lo..hi-1 of a batch for the time loop (timeloop.run): their layout (lanes), the
+    state X: [n, d, P] as the saves read it, each lane's beta and eps ([P]), and the block's
+    rows of the outputs (xs, obs, traj, status, recorded); alive: [P], whose run goes on;
+    last: [1], the save whose close pairs the next step counts (SAVE_CLOSE); t, m, r: [P] and
+    g, e, rows, acc, parent, grp: a save's scratch."""
 
     lanes: Lanes
-    cols: Columns
-    columns: bool
     X: np.ndarray
-    xt: np.ndarray
     beta: np.ndarray
     eps: np.ndarray
     xs: np.ndarray
@@ -156,29 +131,12 @@ class Block(NamedTuple):
 
 
 @jit_fma_inline
-def _layouts(X, bs, ts, es, softmax, method, columns):
-    """The block's Lanes and Columns (the one it does not use with empty stages)."""
-    n, d, P = X.shape
-    c = 1.0 if softmax else 0.0
-    count, counting, eps1 = np.zeros(P, dtype=np.int64), np.zeros(1, dtype=np.bool_), 1.0 - es
-    lanes = Lanes(method, np.empty((0 if columns else methods.STAGES, n, d, P)), bs, c, softmax,
-                  ts, ts / 6.0, eps1, np.empty((n, P)), np.empty(P), np.empty(P), np.empty(P),
-                  count, counting)
-    m = n if columns else 0
-    cols = Columns(method, np.empty((methods.STAGES if columns else 0, 1, d, n)), bs[0], c,
-                   softmax, np.full(m, ts[0]), np.full(m, ts[0] / 6.0), eps1[0], np.empty(n),
-                   np.empty(n), np.empty(n), np.empty(m), count, counting)
-    return lanes, cols
-
-
-@jit_fma_inline
 def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, recorded, level):
     """Systems lo..hi-1 as a Block: P lanes, the last system repeated up to a multiple of the
-    vector width (the extra lanes' numbers are never read); fewer than LANES_MIN: columns."""
+    vector width (the extra lanes' numbers are never read)."""
     n, d = xs.shape[1], xs.shape[2]
     L = hi - lo
-    columns = L < LANES_MIN
-    P = L if columns else -(-L // v.WIDTH) * v.WIDTH
+    P = -(-L // v.WIDTH) * v.WIDTH
     status[lo:hi] = OK
     recorded[lo:hi] = 0
     X, bs, ts, es = np.empty((n, d, P)), np.empty(P), np.empty(P), np.empty(P)
@@ -188,12 +146,13 @@ def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, rec
         for i in range(n):
             for k in range(d):
                 X[i, k, b] = xs[src, i, k]
-    lanes, cols = _layouts(X, bs, ts, es, softmax, method, columns)
-    return Block(lanes, cols, columns, X, np.empty((1, d, n if columns else 0)), bs, es,
-                 xs[lo:hi], obs[lo:hi], traj[lo:hi], status[lo:hi], recorded[lo:hi],
-                 np.ones(P, dtype=np.bool_), np.zeros(1, dtype=np.int64), level,
-                 xs.itemsize == 4, np.empty(P), np.empty(P), np.empty(P), np.empty((n, n)),
-                 np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
+    lanes = Lanes(method, np.empty((methods.STAGES, n, d, P)), bs, 1.0 if softmax else 0.0,
+                  softmax, ts, ts / 6.0, 1.0 - es, np.empty((n, P)), np.empty(P), np.empty(P),
+                  np.zeros(P, dtype=np.int64), np.zeros(1, dtype=np.bool_))
+    return Block(lanes, X, bs, es, xs[lo:hi], obs[lo:hi], traj[lo:hi], status[lo:hi],
+                 recorded[lo:hi], np.ones(P, dtype=np.bool_), np.zeros(1, dtype=np.int64),
+                 level, xs.itemsize == 4, np.empty(P), np.empty(P), np.empty(P),
+                 np.empty((n, n)), np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
                  np.empty(n, dtype=np.int64), groups_scratch(n, d))
 
 
@@ -208,12 +167,10 @@ def _close_pairs(blk, s):
 
 @jit_fma_inline
 def _advance(blk, X, tick, steps, stop):
-    """timeloop.advance for a block: steps of every lane (or of the columns, in xt), the first
-    counting the close pairs of the save before it when the saves record only those."""
-    lanes, cols, xt, columns, single = blk.lanes, blk.cols, blk.xt, blk.columns, blk.single
+    """timeloop.advance for a block: steps of every lane, the first counting the close pairs
+    of the save before it when the saves record only those."""
+    lanes, single = blk.lanes, blk.single
     counts = blk.level == SAVE_CLOSE
-    if columns:
-        transpose(X, xt)
     done = steps
     for k in range(steps):
         if stop[0] != 0:
@@ -223,18 +180,11 @@ def _advance(blk, X, tick, steps, stop):
         lanes.counting[0] = counting
         if counting:
             lanes.count[:] = 0
-        if columns:
-            methods.step(cols, xt, tick + k)
-            if single:
-                round32(xt)
-        else:
-            methods.step(lanes, X, tick + k)
-            if single:
-                round32(X)
+        methods.step(lanes, X, tick + k)
+        if single:
+            round32(X)
         if counting:
             _close_pairs(blk, blk.last[0])
-    if columns:
-        untranspose(xt, X)
     return done
 
 
@@ -309,7 +259,7 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
     recorded. One compiled function for the whole loop: each level of jitted calls
     recompiles the code under it (a block's own function cost seconds of compile time)."""
     B = xs.shape[0]
-    blocks = -(-B // LANES) if B >= LANES_MIN else B  # too few to fill lanes: one by one
+    blocks = -(-B // LANES)
     for k in range(blocks):
         lo, hi = k * B // blocks, (k + 1) * B // blocks
         blk = _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status,

@@ -1,7 +1,6 @@
-"""A step of many small systems at once, one per SIMD lane (lanes.py): X: [n, d, L].
+"""A step of many small systems at once, one per SIMD lane (lanes.py): X: [n, d, L], d 2 or 3.
 
-The velocity, and the layouts Lanes (a block) and Columns (one system) for the methods
-(kernels/methods.py), whose elementwise primitives are the same loops.
+The velocity, and the layout Lanes (a block of systems) for the methods (kernels/methods.py).
 
 Each pair i < j is visited once per velocity: g_ij = sum_k x_ik x_jk (k in order), its
 weight w_ij = exp(beta (g_ij - c)) (c = 1 softmax, 0 unnormalized, as rows.py) added to both
@@ -12,17 +11,17 @@ in the order j = 0, 1, ..., n - 1 (the pairs (j, i) of earlier rows, then the di
 the pairs (i, j)), with no reassociation: compiled with contraction into fused multiply-adds
 only (jit_fma), which keeps exp1 exact.
 
-For d = 2 and 3 the pair loop (pair_sums_circle, pair_sums_sphere) is written in simd.py's
-f64xn values, simd.WIDTH lanes at a time (8 on AVX-512, else 4; the same bits): a token's
-position and sums stay in registers across its pairs, and no run-time alias checks guard
-each 64-lane loop, as they do when each step of a pair is a loop over the lanes for LLVM to
-vectorise (pair_sums_loops, which serves d >= 4, where a token no longer fits in registers
-and the loops are the faster: docs/performance.md). The operations are the loops' own, so
-the bits are theirs; a block's lanes are padded to a multiple of WIDTH with copies of its
-last system, whose numbers are never read. velocity_columns gives one system's velocity,
-the same bits, with loops over its tokens instead. Each pair loop is a function of its own,
-called once per simd.WIDTH lanes (for the loops, once per velocity): inlined, all three in
-velocity compiled 0.5 s longer, at the same speed (docs/performance.md, compile time).
+The pair loop (pair_sums_circle for d = 2, pair_sums_sphere for d = 3) is written in
+simd.py's f64xn values, simd.WIDTH lanes at a time (8 on AVX-512, else 4; the same bits): a
+token's position and sums stay in registers across its pairs, and no run-time alias checks
+guard each 64-lane loop, as they did when each step of a pair was a loop over the lanes for
+LLVM to vectorise. A block's lanes are padded to a multiple of WIDTH with copies of its last
+system, whose numbers are never read, so a system's numbers are the same in any block. Each
+pair loop is a function of its own, called once per simd.WIDTH lanes: inlined, they compiled
+0.5 s longer, at the same speed (docs/performance.md, compile time). Systems of four and more
+dimensions run on rows.py (sweep.execution.kernel; model.d is at least 2): the loops over
+lanes that served them here were slower than rows.py there, and compiled into every lanes
+kernel.
 """
 
 from typing import NamedTuple
@@ -33,7 +32,7 @@ from sweep.kernels import methods
 from sweep.kernels.codes import LAYER
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit_fma, jit_fma_inline
-from sweep.numerics.expfast import exp1, expv
+from sweep.numerics.expfast import expv
 
 
 @jit_fma_inline
@@ -49,47 +48,11 @@ def dots(X, i, Y, j, G):
 
 
 @jit_fma
-def pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting):
-    """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) in every
-    lane, each pair i < j visited once, each of its steps a loop over the lanes for LLVM to
-    vectorise (any d; G, Wt: [L] scratch); counting: add to count[b] the ordered pairs
-    i != j with g_ij > eps1[b]."""
-    n, d, L = X.shape
-    for i in range(n):
-        for b in range(L):
-            Z[i, b] = 0.0
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] = 0.0
-    twice = 2 if counting else 0  # each close pair counts as (i, j) and (j, i)
-    for i in range(n):
-        dots(X, i, X, i, G)  # the diagonal
-        for b in range(L):
-            Wt[b] = exp1(beta[b] * (G[b] - c))
-            Z[i, b] += Wt[b]
-        for k in range(d):
-            for b in range(L):
-                V[i, k, b] += Wt[b] * X[i, k, b]
-        for j in range(i + 1, n):
-            dots(X, i, X, j, G)
-            for b in range(L):
-                w = exp1(beta[b] * (G[b] - c))
-                Z[i, b] += w
-                Z[j, b] += w
-                Wt[b] = w
-                count[b] += twice * (G[b] > eps1[b])
-            for k in range(d):
-                for b in range(L):
-                    V[i, k, b] += Wt[b] * X[j, k, b]
-                    V[j, k, b] += Wt[b] * X[i, k, b]
-
-
-@jit_fma
 def pair_sums_circle(X, b, beta, c, V, Z, e1, step):
-    """pair_sums_loops' Z and V for d = 2 and the WIDTH lanes from b, the same numbers, in
-    f64xn values (simd.py): token i's position and sums held in registers across its pairs;
-    beta, e1, step: f64xn. Returns step summed over the ordered pairs i != j with
-    g_ij > e1, lane by lane."""
+    """Z[i] = sum_j w_ij and V[i] = sum_j w_ij x_j (j = 0, 1, ..., n - 1 in order) for d = 2
+    and the WIDTH lanes from b, each pair i < j visited once, in f64xn values (simd.py): token
+    i's position and sums held in registers across its pairs; beta, e1, step: f64xn. Returns
+    step summed over the ordered pairs i != j with g_ij > e1, lane by lane."""
     n = X.shape[0]
     zero, cc, close = v.splat(0.0), v.splat(c), v.splat(0.0)
     for i in range(n):
@@ -154,24 +117,24 @@ def pair_sums_sphere(X, b, beta, c, V, Z, e1, step):
 
 
 @jit_fma
-def velocity(X, beta, c, softmax, method, V, Z, G, Wt, count, eps1, counting):
+def velocity(X, beta, c, softmax, method, V, Z, G, count, eps1, counting):
     """V = P_x(v), v_i = sum_j w_ij x_j / z_i (v itself for the layer method), every lane;
-    X, V: [n, d, L], L a multiple of simd.WIDTH; Z: [n, L] scratch; G, Wt: [L] scratch;
-    beta, eps1: [L]. counting: add to count[b] the ordered pairs i != j with g_ij > eps1[b]
-    (= 1 - eps)."""
+    X, V: [n, d, L], d 2 or 3 (any other d is not finite), L a multiple of simd.WIDTH; Z:
+    [n, L] scratch; G: [L] scratch; beta, eps1: [L]. counting: add to count[b] the ordered
+    pairs i != j with g_ij > eps1[b] (= 1 - eps)."""
     n, d, L = X.shape
-    if d == 2 or d == 3:  # the common cases in registers; above, the loops keep up
-        step = v.splat(2.0 if counting else 0.0)  # each close pair: (i, j) and (j, i)
-        for b in range(0, L, v.WIDTH):
-            lanes_beta, e1 = v.load(beta, b), v.load(eps1, b)
-            if d == 2:
-                close = pair_sums_circle(X, b, lanes_beta, c, V, Z, e1, step)
-            else:
-                close = pair_sums_sphere(X, b, lanes_beta, c, V, Z, e1, step)
-            for q in range(v.WIDTH):
-                count[b + q] += int(v.lane(close, q))
-    else:
-        pair_sums_loops(X, beta, c, V, Z, G, Wt, count, eps1, counting)
+    if d != 2 and d != 3:  # no pair loop for it: a velocity that ends the run (NONFINITE)
+        V[:] = np.nan
+        return
+    step = v.splat(2.0 if counting else 0.0)  # each close pair: (i, j) and (j, i)
+    for b in range(0, L, v.WIDTH):
+        lanes_beta, e1 = v.load(beta, b), v.load(eps1, b)
+        if d == 2:
+            close = pair_sums_circle(X, b, lanes_beta, c, V, Z, e1, step)
+        else:
+            close = pair_sums_sphere(X, b, lanes_beta, c, V, Z, e1, step)
+        for q in range(v.WIDTH):
+            count[b + q] += int(v.lane(close, q))
     for i in range(n):
         for b in range(L):
             Z[i, b] = 1.0 / Z[i, b] if softmax else 1.0 / n
@@ -200,51 +163,6 @@ def count_close(X, eps1, G, count):
 
 
 @jit_fma
-def velocity_columns(xt, beta, c, softmax, method, vt, z, g, w, eps1, counting):
-    """velocity's numbers for one system, xt, vt: [d, n] (a lane of X, transposed), bit for
-    bit: column j of the weights at a time, every loop over the tokens i (vectorised). Each
-    g_ij is velocity's (the same products summed in the same order: x_ik x_jk = x_jk x_ik),
-    each token's sums again in the order j = 0, 1, ...; n^2 exponentials instead of
-    n (n + 1) / 2, for a block too small to fill the lanes. Returns the ordered close pairs
-    i != j (0 unless counting)."""
-    d, n = xt.shape
-    z[:] = 0.0
-    vt[:] = 0.0
-    close = 0
-    for j in range(n):
-        for i in range(n):
-            g[i] = xt[0, i] * xt[0, j]
-        for k in range(1, d):
-            for i in range(n):
-                g[i] += xt[k, i] * xt[k, j]
-        if counting:
-            for i in range(n):
-                close += g[i] > eps1
-            close -= g[j] > eps1
-        for i in range(n):
-            w[i] = exp1(beta * (g[i] - c))
-            z[i] += w[i]
-        for k in range(d):
-            for i in range(n):
-                vt[k, i] += w[i] * xt[k, j]
-    for i in range(n):
-        z[i] = 1.0 / z[i] if softmax else 1.0 / n
-    for k in range(d):
-        for i in range(n):
-            vt[k, i] *= z[i]
-    if method != LAYER:
-        for i in range(n):
-            g[i] = xt[0, i] * vt[0, i]
-        for k in range(1, d):
-            for i in range(n):
-                g[i] += xt[k, i] * vt[k, i]
-        for k in range(d):
-            for i in range(n):
-                vt[k, i] -= g[i] * xt[k, i]
-    return close
-
-
-@jit_fma
 def lane_gram(X, b, g):
     """g[i, j] = g_ij of lane b, as velocity computes it (so exactly symmetric)."""
     n, d = X.shape[0], X.shape[1]
@@ -260,7 +178,7 @@ def lane_gram(X, b, g):
 class Lanes(NamedTuple):
     """A block's systems as a layout for the methods (kernels/methods.py): the state X and
     the stages ws[s]: [n, d, P], system b in lane b; beta, dt, sixth (dt / 6), eps1 (1 - eps):
-    [P], each lane's; Z: [n, P], G, Wt, h: [P] scratch; count: [P], the close pairs a
+    [P], each lane's; Z: [n, P], G, h: [P] scratch; count: [P], the close pairs a
     counting velocity adds up; counting: [1], whether a step's first velocity counts them."""
 
     method: int
@@ -273,29 +191,6 @@ class Lanes(NamedTuple):
     eps1: np.ndarray
     Z: np.ndarray
     G: np.ndarray
-    Wt: np.ndarray
-    h: np.ndarray
-    count: np.ndarray
-    counting: np.ndarray
-
-
-class Columns(NamedTuple):
-    """One system as a layout: its transposed state and stages ws[s]: [1, d, n], one token of
-    d coordinates in n lanes, so the elementwise primitives are Lanes' own loops, vectorised
-    over the tokens (velocity_columns takes the [d, n] inside); beta, eps1: the system's; dt,
-    sixth: its dt and dt / 6 in every lane, [n]; z, g, w, h: [n] scratch; count: [1]."""
-
-    method: int
-    ws: np.ndarray
-    beta: float
-    c: float
-    softmax: bool
-    dt: np.ndarray
-    sixth: np.ndarray
-    eps1: float
-    z: np.ndarray
-    g: np.ndarray
-    w: np.ndarray
     h: np.ndarray
     count: np.ndarray
     counting: np.ndarray
@@ -342,22 +237,13 @@ def normalise(X, G):
                 X[i, k, b] *= G[b]
 
 
-# The primitives of both layouts, inlined into the methods: each a call of a kernel above
+# The layout's primitives, inlined into the methods: each a call of a kernel above
 # (or lanefield's velocity), compiled with contraction only (jit_fma), as when the steps were
 # written out here.
 @jit_fma_inline
 def _velocity(lay, x, k, stage):
     velocity(x, lay.beta, lay.c, lay.softmax, methods.method_code(lay.method), k, lay.Z, lay.G,
-             lay.Wt, lay.count, lay.eps1, (stage == 0) & lay.counting[0])
-
-
-@jit_fma_inline
-def _velocity_columns(lay, x, k, stage):
-    counting = (stage == 0) & lay.counting[0]
-    close = velocity_columns(x[0], lay.beta, lay.c, lay.softmax, methods.method_code(lay.method),
-                             k[0], lay.z, lay.g, lay.w, lay.eps1, counting)
-    if counting:
-        lay.count[0] = close
+             lay.count, lay.eps1, (stage == 0) & lay.counting[0])
 
 
 @jit_fma_inline
@@ -381,12 +267,5 @@ def _normalise(lay, x):
     normalise(x, lay.G)
 
 
-@jit_fma_inline
-def _normalise_columns(lay, x):
-    normalise(x, lay.g)
-
-
 methods.implement(Lanes, velocity=_velocity, diffuse=_diffuse, shift=_shift,
                   rk4_combine=_combine, normalise=_normalise)
-methods.implement(Columns, velocity=_velocity_columns, diffuse=_diffuse, shift=_shift,
-                  rk4_combine=_combine, normalise=_normalise_columns)
