@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import xarray as xr
 import yaml
 
 import sweep
+from helpers import assert_same_results
 from sweep.execution import kernel
 from sweep.execution.kernel import KernelPlan, kernel_plan
 from sweep.numerics import cache
@@ -77,6 +79,12 @@ def test_compile_demo_compiles_the_fast_kernels_its_jobs_run_and_no_others(tmp_p
     assert indexes and twice == []
     sweep_cli("run", "configs/demo.yaml", *sets, "--out", tmp_path / "demo.nc", cache_dir=store)
     assert contents(store) == compiled
+    # on two CPUs or more the two variants compiled side by side, rows-float64 in a process
+    # of its own whose cache was copied in (execution/compiling.py): the bits of the kernels
+    # this process compiled by itself
+    cfg = sweep.load(ROOT / "configs" / "demo.yaml", [s for s in sets if s != "--set"])
+    with xr.open_dataset(tmp_path / "demo.nc") as there:
+        assert_same_results(sweep.run(cfg, out=tmp_path / "here.nc"), there.load())
 
 
 @cold

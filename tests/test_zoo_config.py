@@ -187,7 +187,7 @@ def test_run_with_head_beta_zip_and_matrices(tmp_path):
 
 
 def test_one_compiled_kernel_serves_every_model(tmp_path):
-    from sweep.execution.simulate import warm_up
+    from sweep.execution.compiling import warm_up
     from sweep.kernels.general.drive import integrate
 
     np.save(tmp_path / "m.npy", np.eye(3))

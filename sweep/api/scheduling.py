@@ -21,15 +21,17 @@ if TYPE_CHECKING:
     from sweep.storage.store import Store
 
 
-def compile_kernels(config: Config, compiling=lambda variants: None) -> list[str]:
+def compile_kernels(config: Config, compiling=lambda variants, seconds: None) -> list[str]:
     """Compile exactly the kernel variants the config's jobs call into the compile cache,
-    before many tasks start at once; returns their names (KernelPlan.variant). A training
-    config (load_training) compiles those its observed runs call. compiling(names) is
-    called first with those the cache does not hold yet, if any."""
-    from sweep.execution.simulate import warm_up
+    before many tasks start at once, side by side on this process's CPUs; returns their
+    names (KernelPlan.variant). A training config (load_training) compiles those its
+    observed runs call. compiling(names, seconds) is called first with those the cache does
+    not hold yet, if any, and about how long they take."""
+    from sweep.execution.compiling import warm_up
+    from sweep.execution.resources import available_cpus
 
     jobs = expand(getattr(config, "config", config))
-    warm_up(jobs, compiling)
+    warm_up(jobs, compiling, available_cpus())
     return list(variants(jobs))
 
 

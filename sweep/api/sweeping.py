@@ -67,7 +67,7 @@ class Plan:
     @property
     def compile_seconds(self) -> float:
         """About how long the cold variants take to compile (once, then they are cached)."""
-        return cold_compile_seconds(self.cold)
+        return cold_compile_seconds(self.cold, self.workers)
 
     @property
     def overridden(self) -> list[str]:

@@ -113,13 +113,11 @@ def _skipped(say, then):
 
 def compiling(say):
     """The hook that says which kernels compile, for about how long, before they do."""
-    def say_compiling(variants: list[str]) -> None:
-        from sweep.execution.kernel import cold_compile_seconds
+    def say_compiling(variants: list[str], seconds: float) -> None:
         from sweep.numerics import cache
 
-        say(f"compiling kernels {', '.join(variants)} (about "
-            f"{cold_compile_seconds(variants):.0f} s, once: they are cached in "
-            f"{cache.directory()})")
+        say(f"compiling kernels {', '.join(variants)} (about {seconds:.0f} s, once: they "
+            f"are cached in {cache.directory()})")
     return say_compiling
 
 

@@ -7,7 +7,7 @@ dimensions) or blocked (blocked.py: BLAS on row tiles; Symmetric when the n x n 
 else tile by tile). It is made from the job here and nowhere else: simulate calls the kernel
 it names, the runner groups jobs by it, resources and `sweep plan` count memory and time from
 it, and the compile step compiles exactly the variants a sweep's plans name
-(simulate.warm_up).
+(compiling.warm_up).
 """
 
 from __future__ import annotations
@@ -246,9 +246,25 @@ def estimate(jobs: list[Job], positions: str = "none", bins: int = 0) -> Cost:
     return Cost(flop / 1e9, peak, seconds)
 
 
-def cold_compile_seconds(variants: list[str]) -> float:
+def cold_compile_seconds(variants: list[str], processes: int = 1) -> float:
     """About how long these variants (KernelPlan.variant names) take to compile when the
-    cache holds none of them."""
+    cache holds none of them, side by side on up to `processes` CPUs (compile_split)."""
+    here, apart = compile_split(variants, processes)
+    return max([_serial_seconds(here)] + [_serial_seconds([name]) for name in apart])
+
+
+def compile_split(variants: list[str], processes: int) -> tuple[list[str], list[str]]:
+    """(here, apart): of these cold variants, those a process compiles itself and those it
+    has compiled side by side, each in a process of its own (execution/compiling.py): the
+    costliest here, up to processes - 1 of the next apart, any more here after it."""
+    order = sorted(variants, key=lambda name: -_serial_seconds([name]))
+    apart = set(order[1:max(processes, 1)])
+    return ([name for name in variants if name not in apart],
+            [name for name in variants if name in apart])
+
+
+def _serial_seconds(variants: list[str]) -> float:
+    """cold_compile_seconds in one process: each variant's own, and gramobs once."""
     paths = [name.split("-")[0] for name in variants]
     strategies = [STRATEGIES["blocked" if p == "symmetric" else p] for p in paths]
     seconds = sum(SYMMETRIC_COMPILE_SECONDS if p == "symmetric" else s.compile_seconds

@@ -22,10 +22,11 @@ from threadpoolctl import threadpool_limits
 
 from sweep.config.grid import Job
 from sweep.errors import Interrupted, StoreError
+from sweep.execution.compiling import warm_up
 from sweep.execution.kernel import KernelPlan, job_flop, job_memory, kernel_plan
 from sweep.execution.outcomes import Done, JobOutcome
 from sweep.execution.resources import BATCH_BYTES, available_cpus
-from sweep.execution.simulate import Stopped, simulate_batch, warm_up
+from sweep.execution.simulate import Stopped, simulate_batch
 from sweep.kernels.codes import STATUS_FAILED, STATUS_NONFINITE
 from sweep.storage.locks import JobLocks
 from sweep.storage.parts import part_name
@@ -58,14 +59,14 @@ class RunReport:
 
 @dataclass
 class Hooks:
-    """Progress callbacks; the runner never prints. compiling(variants) before kernels not
-    known to be cached compile; start(jobs to run, skipped) once they are; job_done(job,
-    outcome) per job (a JobOutcome: OK, NONFINITE, FAILED or ELSEWHERE); notice(message);
-    tick() every half second while jobs run (every WAIT_POLL s while waiting for another
-    run), so that a hook can keep time."""
+    """Progress callbacks; the runner never prints. compiling(variants, seconds) before
+    kernels not known to be cached compile (for about that long); start(jobs to run,
+    skipped) once they are; job_done(job, outcome) per job (a JobOutcome: OK, NONFINITE,
+    FAILED or ELSEWHERE); notice(message); tick() every half second while jobs run (every
+    WAIT_POLL s while waiting for another run), so that a hook can keep time."""
 
     start: Callable[[int, int], None] = lambda todo, skipped: None
-    compiling: Callable[[list[str]], None] = lambda variants: None
+    compiling: Callable[[list[str], float], None] = lambda variants, seconds: None
     job_done: Callable[[Job, JobOutcome], None] = lambda job, outcome: None
     notice: Callable[[str], None] = lambda message: None
     tick: Callable[[], None] = lambda: None
@@ -167,7 +168,7 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     with JobLocks(store.dir) as locks, threadpool_limits(1, user_api="blas"):
         try:
             work = batches(todo, width, positions, batch, store.config.output.hist_bins)
-            _compile([b[0] for b in work], hooks)  # a batch's jobs share their kernel
+            _compile([b[0] for b in work], hooks, width)  # a batch's jobs share their kernel
             hooks.start(len(todo), report.skipped)
             for group, size, threads in _stages(work, width):
                 with ThreadPoolExecutor(max_workers=size) as pool:
@@ -183,10 +184,11 @@ def run(jobs: list[Job], store: Store, *, workers: int | None = None, force: boo
     return report
 
 
-def _compile(todo: list[Job], hooks: Hooks) -> None:
-    """Compile (or load) the kernels of `todo` once, before any worker starts."""
+def _compile(todo: list[Job], hooks: Hooks, width: int) -> None:
+    """Compile (or load) the kernels of `todo` once, before any worker starts, cold ones side
+    by side on the run's `width` CPUs."""
     if todo:
-        warm_up(todo, hooks.compiling)
+        warm_up(todo, hooks.compiling, min(width, available_cpus()))
 
 
 def _stages(todo: list[list[Job]], width: int) -> list[tuple[list[list[Job]], int, int]]:

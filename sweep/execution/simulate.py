@@ -29,7 +29,6 @@ from sweep.execution.kernel import (
     KernelPlan,
     Strategy,
     kernel_plan,
-    variants,
 )
 from sweep.execution.layers import params, stack
 from sweep.execution.layers.flow import as_flow
@@ -49,7 +48,6 @@ from sweep.kernels.general.model import Dynamics, dynamics
 from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.methods import kind
 from sweep.kernels.rows import integrate_rows_batch
-from sweep.numerics import cache
 from sweep.observables import cosines
 
 
@@ -299,21 +297,6 @@ def _as_flow(job: Job, kernel: KernelPlan, positions: str, stop) -> JobResult:
     kept = {"none": None, "final": traj[-1], "trajectory": traj}[positions]
     return replace(flow, observables=np.column_stack([flow.observables, token_norm]),
                    positions=kept)
-
-
-def warm_up(jobs: list[Job], compiling=lambda variants: None) -> list[str]:
-    """Compile (or load from the cache) exactly the kernel variants `jobs` call, before
-    workers start: many threads or tasks compiling into one cache at once can crash it.
-    compiling(names) is called first if some are not known to be cached; returns those
-    names (KernelPlan.variant)."""
-    kernels = variants(jobs)
-    cold = [name for name in kernels if not cache.holds(name)]
-    if cold:
-        compiling(cold)
-    for name, kernel in kernels.items():
-        PATHS[kernel.strategy].warm(kernel)
-        cache.mark(name)
-    return cold
 
 
 # ---------------------------------------------------------------- the paths

@@ -11,7 +11,7 @@ sweep whose kernels call moved or changed functions would otherwise load the old
 machine code (or fail to unpickle it); under its own key it compiles afresh.
 
 Numba cannot say what its cache holds without being imported (0.3 s), so the warm-up
-(simulate.warm_up) leaves a marker per compiled variant, stamped with the kernels' source
+(execution/compiling.warm_up) leaves a marker per compiled variant, stamped with the kernels' source
 files (size and modification time, which is what Numba's own cache checks) and Numba's
 version: `sweep plan` reads them to say whether the kernels must compile first.
 
