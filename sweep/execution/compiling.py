@@ -38,7 +38,6 @@ from sweep.execution.kernel import (
     compile_split,
     variants,
 )
-from sweep.execution.simulate import PATHS
 from sweep.numerics import cache
 
 
@@ -49,6 +48,12 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
     Cold variants compile side by side on up to `processes` CPUs (kernel.compile_split).
     compiling(names, seconds) is called first if some are not known to be cached, with about
     how long they take; returns those names (KernelPlan.variant)."""
+    # simulate (and with it Numba) is imported here, as the runner imports it, not a module
+    # deeper: Python 3.11 runs Numba's import-time set-up of its type conversions at that
+    # depth, and one depth there made each of its thousands of calls map and unmap a 16 KiB
+    # chunk of Python's frame stack (+0.08 s to every warm run: benchmarks/HISTORY.md)
+    from sweep.execution.simulate import PATHS
+
     kernels = variants(jobs)
     cold = [name for name in kernels if not cache.holds(name)]
     here, apart = compile_split(cold, processes)
@@ -117,6 +122,8 @@ def _place(source: Path, target: Path) -> None:
 
 def _compile(strategy: str, dtype: str, symmetric: str, method: str) -> None:
     """The child: compile one variant into NUMBA_CACHE_DIR."""
+    from sweep.execution.simulate import PATHS
+
     plan = KernelPlan(STRATEGIES[strategy], dtype, symmetric=symmetric == "1", method=method)
     PATHS[plan.strategy].warm(plan)
 
