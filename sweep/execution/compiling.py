@@ -11,8 +11,8 @@ cache does not hold yet (`adopt`), and the children's variants then load from th
 No two processes write one cache file: a function compiled by two processes into one cache at
 once can leave the index of one naming the data file of the other, and a crash when it loads;
 which is also why the workers never compile. A copied file is written under a temporary name
-and renamed, as Numba writes its own. A child that fails or is stopped leaves
-nothing in the cache, and its variant then compiles here, as if it had never started.
+and renamed, as Numba writes its own. A child that fails or is stopped leaves nothing in the
+cache, and its variant then compiles here, as if it had never started.
 
 What a child compiles that this process compiles too (the save's observables, shared by the
 batched paths) is compiled twice: CPU time for wall time, on CPUs the run is about to use.
