@@ -12,7 +12,7 @@ The sphere is invariant (and attracting) for the ambient field f, so renormalisi
 method's order (docs/integrators.md compares them).
 
 A layout is how a path holds a state: general/integrators.py ([n, d] in x's dtype), rows.py
-([d, n]), lanes.py ([n, d, L], one system per lane, and one system's [1, d, n]) and blocked.py
+([d, n]), lanes.py ([n, d, L], one system per lane) and blocked.py
 ([n, d], BLAS). It is a NamedTuple (a Python object for blocked.py) with fields `method` and
 `ws` (stage scratch: ws[0] .. ws[STAGES - 1], each shaped like the state), and registers with
 `implement` its primitives:
