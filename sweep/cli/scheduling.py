@@ -181,7 +181,8 @@ def _said(message: str) -> None:
 @app.command("compile")
 def compile_cmd(config: ConfigArg, sets: SetOpt = None):
     """Compile the kernels the config's jobs call into the compile cache (before many tasks
-    start at once: concurrent first compilation into one cache can crash)."""
+    start at once: concurrent first compilation into one cache can crash), several variants
+    side by side on this process's CPUs."""
     from sweep.cli.progress import compiling
     from sweep.numerics import cache
 
