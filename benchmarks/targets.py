@@ -112,8 +112,10 @@ def tiny(tmp: Path, seeds: int) -> dict:
         "integrate": {"dt": 0.1, "t_max": 0.2, "save_every": 0.1},
         "grid": {"beta": {"linspace": [0.1, 9.0, 100]}, "seed": {"range": [0, seeds]}},
         "output": {"path": str(tmp / "tiny.nc")}}))
+    from sweep.storage.store import parts_dir
+
     first = command("run", str(cfg), "--workers", "1")
-    parts = sum(1 for p in (tmp / "tiny.parts").iterdir() if p.suffix == ".npz")
+    parts = sum(1 for p in parts_dir(tmp / "tiny.nc").iterdir() if p.suffix == ".npz")
     return {"jobs": 100 * seeds, "first_run": first, "part_files": parts,
             "skipped_rerun": command("run", str(cfg), "--workers", "1"),
             "status": command("status", str(cfg)), "merge": command("merge", str(cfg))}
