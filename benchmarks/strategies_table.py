@@ -43,8 +43,10 @@ def feeding(s: kernel.Strategy) -> str:
     """How the runner feeds a strategy, from its record."""
     parts = ["batched" if s.batched else "one job per call"]
     if s.min_batch:
-        sizes = ", else ".join(str(b) for b in s.min_batch)
-        parts.append(f"at least {sizes} jobs a batch where there are enough")
+        *more, least = s.min_batch
+        floor = f"{least} (all there are, if fewer), however long the jobs"
+        parts.append(f"at least {', else '.join(map(str, more))} jobs a batch where there are "
+                     f"enough, else {floor}" if more else f"{floor} a batch")
     if s.shared:
         parts.append("a lone job shares its tiles over threads")
     return "; ".join(parts)

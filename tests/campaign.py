@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-TINY = {"name": "c", "model": {"d": 2, "n": 3},
+TINY = {"name": "c", "model": {"d": 4, "n": 3},  # rows: a part per job
         "integrate": {"dt": 0.1, "t_max": 0.2, "save_every": 0.1},
         "grid": {"beta": [0.0, 1.0], "seed": {"range": [0, 2]}}}
 BASES = [TINY,

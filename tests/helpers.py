@@ -8,10 +8,11 @@ from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 
-# A small sweep (12 jobs of 6 tokens) for the shard, status and submit tests.
+# A small sweep (12 jobs of 6 tokens) for the shard, status and submit tests; d = 4 runs
+# as rows, a part file per job at this count (lanes would take 8 jobs to a part).
 SMALL = {
     "name": "small",
-    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "model": {"attention": "softmax", "d": 4, "n": 6},
     "integrate": {"method": "euler", "dt": 0.1, "t_max": 2.0, "save_every": 0.5},
     "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
 }

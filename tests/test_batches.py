@@ -11,7 +11,8 @@ from sweep.execution import runner
 from sweep.storage.parts import INDEX
 from sweep.storage.store import Store
 
-CFG = {**SMALL, "integrate": {**SMALL["integrate"], "method": "layer"},
+CFG = {**SMALL, "model": {**SMALL["model"], "d": 3},  # lanes
+       "integrate": {**SMALL["integrate"], "method": "layer"},
        "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 4]}}}  # 12 jobs
 
 
@@ -67,16 +68,29 @@ def test_batched_parts_resume_and_report_job_by_job(tmp_path):
 
 
 # lanes (d <= 3) come 32 (LANES_BATCH) to a batch where each thread still gets four such
-# batches, else 8 (LANES_MIN) where it gets four of those, else as the other batched paths:
-# count / (16 threads), at least 1
-@pytest.mark.parametrize("count,width,size", [(6, 2, 1), (100_000, 2, 256), (31, 1, 1),
+# batches, else 8 (LANES_MIN) where it gets four of those, and 8 too where it does not (a
+# block of lanes costs about as much for one system as for eight); more where there are so
+# many that count / (16 threads) is larger
+@pytest.mark.parametrize("count,width,size", [(6, 2, 8), (100_000, 2, 256), (31, 1, 8),
                                               (32, 1, 8), (127, 1, 8), (128, 1, 32),
                                               (256, 1, 32), (256, 2, 32), (255, 2, 8),
-                                              (63, 2, 1), (64, 2, 8), (1024, 2, 32),
-                                              (4096, 1, 256)])
+                                              (63, 2, 8), (64, 2, 8), (1024, 2, 32),
+                                              (4096, 1, 256), (1, 4, 8)])
 def test_batch_sizes(count, width, size):
     job = expand(config.from_dict({**CFG, "model": {"n": 4, "d": 2}}))[0]
     assert runner.batch_size(job, count, width, "none") == size
+
+
+def test_long_lanes_jobs_still_come_a_block_to_a_batch():
+    """A batch holds about BATCH_SECONDS of nominal work, but lanes never fewer than a block
+    of 8: one system takes a block about as long as eight. A job on another path comes alone."""
+    long = {**CFG, "integrate": {"method": "euler", "dt": 0.01, "t_max": 1e5, "save_every": 1e4}}
+    lanes = expand(config.from_dict({**long, "model": {"n": 64, "d": 3}}))[0]
+    rows = expand(config.from_dict({**long, "model": {"n": 64, "d": 4}}))[0]
+    for job in (lanes, rows):
+        plan = runner.kernel_plan(job)
+        assert runner.job_flop(job) / plan.strategy.flops > runner.BATCH_SECONDS
+    assert [runner.batch_size(j, 1000, 2, "none") for j in (lanes, rows)] == [8, 1]
 
 
 # ---------------------------------------------------------------- output.observables

@@ -21,9 +21,9 @@ from sweep.storage.store import Store
 
 CFG = {
     "name": "small",
-    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "model": {"attention": "softmax", "d": 4, "n": 6},
     "integrate": {"method": "euler", "dt": 0.1, "t_max": 2.0, "save_every": 0.5},
-    "grid": {"beta": [0.0, 1.0, 4.0], "d": [3, 5], "seed": {"range": [0, 2]}},
+    "grid": {"beta": [0.0, 1.0, 4.0], "d": [4, 5], "seed": {"range": [0, 2]}},
 }
 
 

@@ -27,7 +27,7 @@ from sweep.storage.store import Store
 
 CFG = {
     "name": "faults",
-    "model": {"attention": "softmax", "d": 3, "n": 5},
+    "model": {"attention": "softmax", "d": 4, "n": 5},  # rows: a part per job
     "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
     "grid": {"beta": [0.0, 1.0, 4.0], "seed": {"range": [0, 2]}},
 }

@@ -101,7 +101,7 @@ def test_a_killed_owner_leaves_a_lock_that_the_next_run_breaks(tmp_path):
 # ---------------------------------------------------------------- the runner under locks
 
 def small_sweep(tmp_path):
-    cfg = config.from_dict({"name": "l", "model": {"n": 4},
+    cfg = config.from_dict({"name": "l", "model": {"n": 4, "d": 4},  # a part per job
                             "integrate": {"t_max": 1.0, "save_every": 0.5},
                             "grid": {"beta": [0.0, 1.0, 2.0, 3.0]}})
     return expand(cfg), Store(cfg, tmp_path / "l.nc")

@@ -23,13 +23,13 @@ from sweep.storage.store import Store
 # ~40 jobs of a few tenths of a second each: long enough to be caught in the middle
 SLOW = {
     "name": "slow",
-    "model": {"attention": "softmax", "d": 3, "n": 40},
+    "model": {"attention": "softmax", "d": 4, "n": 40},
     "integrate": {"method": "euler", "dt": 0.01, "t_max": 20.0, "save_every": 0.5},
     "grid": {"beta": {"linspace": [0.0, 4.0, 10]}, "seed": {"range": [0, 4]}},
 }
 FAST = {
     "name": "fast",
-    "model": {"attention": "softmax", "d": 3, "n": 6},
+    "model": {"attention": "softmax", "d": 4, "n": 6},
     "integrate": {"method": "euler", "dt": 0.1, "t_max": 1.0, "save_every": 0.5},
     "grid": {"beta": [0.0, 1.0, 2.0, 4.0], "seed": [0, 1]},
 }

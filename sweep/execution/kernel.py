@@ -59,8 +59,8 @@ class Strategy:
     [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
     in one compiled call; shared: one job's row tiles can be shared over threads;
     min_batch: the jobs a batch should hold where there are enough, the first of these
-    that there are (fewer lanes run one at a time: at (32, 2), four times as long per
-    system as a block of 8);
+    that there are, else the smallest of them (a block of lanes costs about the same for one
+    system as for 8: a batch never holds fewer, however long its jobs);
     square(n, itemsize, tile): the bytes of n x n scratch a job holds (lanes share theirs
     per block of systems)."""
 

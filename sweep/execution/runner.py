@@ -107,15 +107,19 @@ def batch_size(job: Job, count: int, width: int, positions: str, bins: int = 0) 
     BATCH_SECONDS of nominal work and BATCH_BYTES of memory, and small enough that every
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
     run as lanes (kernels/lanes.py) come the first of their strategy's min_batch sizes to a
-    batch at least where every thread still gets LANES_BATCHES_PER_THREAD such batches."""
+    batch at least where every thread still gets LANES_BATCHES_PER_THREAD such batches, and
+    fewer come the smallest of those sizes to a batch (not one each): a block of lanes takes
+    about as long for one system as for all of its lanes (the padding lanes are computed too),
+    so a smaller batch shortens neither a thread's work nor what a kill loses."""
     plan = kernel_plan(job)
     if plan.strategy.shared:
         return 1
     seconds = job_flop(job) / plan.strategy.flops
     held = sum(job_memory(job, positions, bins).values())
+    block = min(plan.strategy.min_batch, default=1)
     least = next((b for b in plan.strategy.min_batch
-                  if count >= LANES_BATCHES_PER_THREAD * b * width), 1)
-    return max(1, min(MAX_BATCH, int(BATCH_SECONDS / max(seconds, 1e-9)),
+                  if count >= LANES_BATCHES_PER_THREAD * b * width), block)
+    return max(1, min(MAX_BATCH, max(block, int(BATCH_SECONDS / max(seconds, 1e-9))),
                       BATCH_BYTES // max(held, 1),
                       max(least, count // (BATCHES_PER_THREAD * width))))
 

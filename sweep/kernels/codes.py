@@ -50,7 +50,7 @@ SYMMETRIC_MIN_N = 4 * TILE
 # kernels/lanes.py: systems of 2 to LANES_MAX_D dimensions (model.d >= 2) run LANES to a block,
 # one per SIMD lane (a block padded to the vector width: fewer systems cost what that many do);
 # the runner makes batches of LANES_BATCH where there are enough (blocks of 16 took 1.8 times
-# as long per system as blocks of 32 at (32, 8)), else of LANES_MIN
+# as long per system as blocks of 32 at (32, 8)), else of LANES_MIN (or all there are)
 LANES, LANES_MIN, LANES_BATCH, LANES_MAX_D = 64, 8, 32, 3
 
 # what an integration returns (drive.integrate and the fast paths alike)
