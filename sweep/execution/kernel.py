@@ -59,8 +59,9 @@ class Strategy:
     [n, d] float64 arrays a job holds beside its stage buffers; batched: a batch's jobs run
     in one compiled call; shared: one job's row tiles can be shared over threads;
     min_batch: the jobs a batch should hold where there are enough, the first of these
-    that there are, else the smallest of them (a block of lanes costs about the same for one
-    system as for 8: a batch never holds fewer, however long its jobs);
+    that there are, else the smallest of them (a block of lanes, padded to the vector width,
+    costs about as much for one system as for 8: a batch never holds fewer, however long
+    its jobs);
     square(n, itemsize, tile): the bytes of n x n scratch a job holds (lanes share theirs
     per block of systems)."""
 

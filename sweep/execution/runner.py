@@ -108,9 +108,10 @@ def batch_size(job: Job, count: int, width: int, positions: str, bins: int = 0) 
     thread gets BATCHES_PER_THREAD batches; one for blocked jobs (large already). Jobs that
     run as lanes (kernels/lanes.py) come the first of their strategy's min_batch sizes to a
     batch at least where every thread still gets LANES_BATCHES_PER_THREAD such batches, and
-    fewer come the smallest of those sizes to a batch (not one each): a block of lanes takes
-    about as long for one system as for all of its lanes (the padding lanes are computed too),
-    so a smaller batch shortens neither a thread's work nor what a kill loses."""
+    fewer come the smallest of those sizes to a batch (not one each): a block of lanes is
+    padded to the vector width, so one system takes about as long as a vector's width of them
+    (8 float64 with AVX-512) and a smaller batch shortens neither a thread's work nor what a
+    kill loses."""
     plan = kernel_plan(job)
     if plan.strategy.shared:
         return 1
