@@ -24,7 +24,7 @@ pytestmark = pytest.mark.slurm
 
 CFG = {
     "name": "onslurm",
-    "model": {"attention": "softmax", "d": 3, "n": 8},
+    "model": {"attention": "softmax", "d": 4, "n": 8},  # rows: a part per job
     "integrate": {"method": "euler", "dt": 0.1, "t_max": 3.0, "save_every": 0.5},
     "grid": {"beta": [0.0, 1.0, 4.0, 9.0], "seed": {"range": [0, 2]}},
 }
