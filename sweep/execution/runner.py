@@ -75,7 +75,7 @@ class Hooks:
 WAIT_POLL = 2.0  # seconds between looks at jobs another run holds
 WAIT_NOTICE = 60.0  # seconds between the lines saying what a waiting run waits for
 MAX_BATCH = 256  # jobs in one compiled call and one part file
-BATCH_SECONDS = 1.0  # nominal work in one batch: what a kill -9 loses at most, about
+BATCH_SECONDS = 1.0  # nominal work in a batch (lanes: a block at least): about what a kill -9 loses
 BATCHES_PER_THREAD = 16  # at least, where there are enough jobs: threads end together
 LANES_BATCHES_PER_THREAD = 4  # ... and for lanes, of min_batch jobs at least, if there are
 
