@@ -22,12 +22,13 @@ from sweep.execution.states import uniform
 from sweep.kernels import blocked, methods
 from sweep.kernels.blocked import TILE, Blocked, Symmetric, integrate_blocked
 from sweep.kernels.codes import COLUMN as C
-from sweep.kernels.codes import METHOD_CODES, OBSERVABLES
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, RECORDS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
 from sweep.numerics._jit import jit_fast
 from sweep.numerics.expfast import exp1, exp_inplace, expv_inplace
+from sweep.observables.records import SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS
 from sweep.storage.store import Store
 
 # (9, 12) and (12, 9): the four-row Gram blocks from d = 8, with an overlapping last block,
@@ -149,6 +150,42 @@ def test_blocked_clusters_span_tiles_and_threads(path):
     want_obs, want_x = ref.trajectory(x0, "softmax", 1.0, "euler", 0.05, 2, 2, 0.05)
     assert_matches_reference(obs, x, want_obs, want_x)
     assert obs[0, OBSERVABLES.index("n_clusters")] == 4
+
+
+@pytest.mark.parametrize("path", ["blocked", "symmetric"])
+@pytest.mark.parametrize("level", [SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS])
+def test_a_blocked_save_below_save_all_keeps_the_full_saves_bits(path, level):
+    """The columns up to the level are a full save's, bit for bit, the others NaN, and the
+    steps (after saves that leave their weights for them) are the same."""
+    rng = np.random.default_rng(6)
+    x0 = uniform(4, 5, rng)[rng.integers(0, 4, 300)] + 1e-3 * rng.standard_normal((300, 5))
+    x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
+    kw = dict(beta=2.0, stride=2, n_saves=3, threads=2)
+    with threadpool_limits(1, user_api="blas"):
+        _, full, x, _ = run(path, x0, **kw)
+        _, part, y, _ = run(path, x0, **kw, level=level)
+    np.testing.assert_array_equal(y, x)
+    kept = [r.column for r in RECORDS if r.level <= level]
+    np.testing.assert_array_equal(part[:, kept], full[:, kept])
+    assert np.isnan(np.delete(part, kept, axis=1)).all()
+    assert not np.isnan(full).any() and full[0, C.clustered_fraction] > 0
+
+
+def test_simulate_on_the_blocked_path_computes_to_the_columns_save_level(monkeypatch):
+    """output.observables reaches the blocked path: a job recording the Gram matrix's columns
+    skips the rest of a save (whose kernels are not called) and gets a full run's bits."""
+    monkeypatch.setattr(plans, "BLOCKED_MIN_N", 8)
+    job = jobs()[0]
+    assert strategy(job) == "blocked"
+    full = simulate.simulate(job, "final")
+    calls = []
+    monkeypatch.setattr(blocked, "compute", lambda *a: calls.append(a))
+    columns = ("order_parameter", "clustered_fraction", "n_clusters")
+    part = simulate.simulate(job, "final", columns=columns)
+    assert calls == []
+    np.testing.assert_array_equal(part.positions, full.positions)
+    np.testing.assert_array_equal(part.observables,
+                                  full.observables[:, [OBSERVABLES.index(c) for c in columns]])
 
 
 def blocked_bytes(n, threads):

@@ -158,14 +158,16 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     others one after another. A job whose start or model cannot be built gives its exception
     in its place (the others run); Stopped if the stop flag ended the batch (none of it is
     kept). Each job's wall_seconds: building its start, plus its share of the compiled call.
-    Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the lanes
-    and rows paths compute no more than they need (codes.save_level). bins > 0: each flow's
+    Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the lanes,
+    rows and blocked paths compute no more than they need (codes.save_level). bins > 0: each flow's
     cosine_hist, from the trajectory the kernel keeps for it (dropped unless `positions`
     asks for it): the kernels are the same, and no result bit depends on bins."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     if not kernel.strategy.batched or jobs[0].model.kind.stacked:
-        return [_chosen(_one(job, kernel, positions, flag, bins), columns) for job in jobs]
+        level = save_level(columns)
+        return [_chosen(_one(job, kernel, positions, flag, bins, level), columns)
+                for job in jobs]
     out = _starts(jobs, kernel.dtype)  # a start, or the exception that stopped drawing it
     ready = [k for k, x in enumerate(out) if not isinstance(x, Exception)]
     if ready:
@@ -189,14 +191,15 @@ def _indices(columns: tuple[str, ...]) -> list[int]:
     return [OBSERVABLES.index(c) for c in columns]
 
 
-def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray, bins: int):
+def _one(job: Job, kernel: KernelPlan, positions: str, flag: np.ndarray, bins: int,
+         level: int = SAVE_ALL):
     t0 = time.perf_counter()
     try:
         if job.model.kind.stacked:
             return simulate_layers(job, positions, flag, kernel)
         x = np.ascontiguousarray(initial_state(job), dtype=np.dtype(job.integrate.dtype))
         obs, traj = _outputs(1, job, positions, x.dtype, bins)
-        status, _ = PATHS[kernel.strategy].one(job, kernel, x, obs[0], traj[0], flag)
+        status, _ = PATHS[kernel.strategy].one(job, kernel, x, obs[0], traj[0], flag, level)
     except Stopped:
         raise
     except Exception as err:  # noqa: BLE001 - a failed job is a result of its own
@@ -307,7 +310,7 @@ def _common(job: Job, obs, traj, flag) -> tuple:
             float(integ.cluster_eps), obs, traj, flag)
 
 
-def _general(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+def _general(job: Job, kernel: KernelPlan, x, obs, traj, flag, level: int):
     if job.model.redraw_every is not None:
         return redraw.integrate_segments(x, functools.partial(job_dynamics, job),
                                          redraw.saves_per_segment(job.model, job.integrate),
@@ -315,11 +318,11 @@ def _general(job: Job, kernel: KernelPlan, x, obs, traj, flag):
     return integrate(x, job_dynamics(job), *_common(job, obs, traj, flag))
 
 
-def _blocked(job: Job, kernel: KernelPlan, x, obs, traj, flag):
+def _blocked(job: Job, kernel: KernelPlan, x, obs, traj, flag, level: int):
     m = job.model
     return integrate_blocked(x, float(m.beta * m.beta_factor), m.attention == "softmax",
                              *_common(job, obs, traj, flag), threads=kernel.threads,
-                             symmetric=kernel.symmetric)
+                             symmetric=kernel.symmetric, level=level)
 
 
 def _lanes(args: tuple, level: int) -> int:
@@ -361,7 +364,8 @@ def _warm_batch(kernel: KernelPlan) -> None:
 @dataclass(frozen=True)
 class Path:
     """What a strategy (kernel.Strategy: the facts planning needs) calls: one(job, kernel, x,
-    obs, traj, flag) -> (status, saves) integrates a job, batch(args, level) -> status a
+    obs, traj, flag, level) -> (status, saves) integrates a job (the general path computes
+    every column whatever the save level), batch(args, level) -> status a
     batch in one compiled call (the strategy is batched), warm(kernel) compiles it."""
 
     warm: Callable[[KernelPlan], None]

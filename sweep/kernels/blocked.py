@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels.codes import EULER, LAYER, TILE
+from sweep.kernels.codes import EULER, LAYER, SAVE_ALL, TILE
 from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit_fast, jit_fma
@@ -36,6 +36,7 @@ from sweep.numerics.expfast import exp1
 from sweep.observables.extra import compute
 from sweep.observables.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.observables.groups import groups_scratch, resolve
+from sweep.observables.records import columns_above
 from sweep.observables.tiles import (
     finish_outside,
     finish_upper,
@@ -170,16 +171,22 @@ class Blocked:
         exp_rows(g, self.beta, self.c, self.z[lo:hi])
         outside_tile(g, lo, self.groups.label, self.a[s], self.rows, self.groups.outside)
 
-    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False) -> None:
+    def observe(self, x: np.ndarray, eps: float, out: np.ndarray, keep: bool = False,
+                level: int = SAVE_ALL) -> None:
         """out[:] = the observables of x (gramobs.py, groups.py): row statistics and close
         pairs tile by tile (gather), the forests merged (the same clusters for any split);
         where groups exist, one more pass over the tiles for the weight outside each token's
-        cluster (outside). keep: see Symmetric.gather."""
+        cluster (outside). keep: see Symmetric.gather. level (codes.save_level): below
+        SAVE_ALL, the columns of the levels above it are NaN and neither the cluster-resolved
+        pass nor the observables of x alone run; the others are those of a full save."""
         self.transpose(x)
         self.forests[:] = np.arange(x.shape[0])
         self.gather(x, eps, keep)
         groups = summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta,
                                    self.c, out, self.groups)
+        if level != SAVE_ALL:
+            out[list(columns_above(level))] = np.nan
+            return
         if groups > 0:
             self.outside(x)
         resolve(x, groups, self.groups, out)
@@ -291,6 +298,7 @@ class System:
     method: int
     dt: float
     eps: float
+    level: int = SAVE_ALL
 
     @property
     def ws(self) -> np.ndarray:
@@ -305,7 +313,7 @@ class System:
 
     def record(self, x: np.ndarray, obs: np.ndarray, s: int) -> None:
         # a save that is not the job's last may leave its weights for the step after it
-        self.work.observe(x, self.eps, obs[s], keep=s + 1 < obs.shape[0])
+        self.work.observe(x, self.eps, obs[s], keep=s + 1 < obs.shape[0], level=self.level)
 
     def velocity(self, x: np.ndarray, k: np.ndarray, stage: int) -> None:
         self.work.velocity(x, k, self.method)
@@ -331,11 +339,12 @@ methods.implement(System, **{name: getattr(System, name) for name in
 
 
 def integrate_blocked(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
-                      threads=1, symmetric=False):
-    """drive.integrate for one large system, with rows.integrate_rows' arguments and results;
-    threads share the row tiles out. symmetric: Symmetric or Blocked (the job's KernelPlan
-    says which, by size alone). Call with BLAS held to one thread (runner.py does)."""
+                      threads=1, symmetric=False, level=SAVE_ALL):
+    """drive.integrate for one large system, with rows.integrate_rows' arguments and results
+    (level as there: NaN in the columns a save below SAVE_ALL leaves out); threads share the
+    row tiles out. symmetric: Symmetric or Blocked (the job's KernelPlan says which, by size
+    alone). Call with BLAS held to one thread (runner.py does)."""
     kind = Symmetric if symmetric else Blocked
     with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
-        system = System(kind(x, beta, softmax, pool, threads), method, dt, eps)
+        system = System(kind(x, beta, softmax, pool, threads), method, dt, eps, level)
         return run(system, x, save_stride, obs, traj, stop)  # the steps call BLAS

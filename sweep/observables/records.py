@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 # How much a save of the lanes and rows paths computes (gramobs.observe_pairs): the order
 # parameter and the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters'
 # union-find too (PAIRS: all that the Gram matrix alone gives), or everything (ALL). The
-# general and blocked paths always compute everything.
+# blocked path's saves below ALL compute all of PAIRS and skip the rest (blocked.observe);
+# the general path always computes everything.
 SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL = 0, 1, 2, 3
 
 
@@ -227,3 +228,8 @@ def save_level(columns: tuple[str, ...]) -> int:
 def columns_at(level: int) -> tuple[int, ...]:
     """The columns of the observables whose least save level is `level`."""
     return tuple(r.column for r in RECORDS if r.level == level)
+
+
+def columns_above(level: int) -> tuple[int, ...]:
+    """The columns a save at `level` leaves out (NaN): those of the levels above it."""
+    return tuple(r.column for r in RECORDS if r.level > level)
