@@ -93,15 +93,19 @@ def part_arrays(store):
     return found
 
 
-def test_run_writes_the_files_and_bits_of_sweep_run(cfg_path, tmp_path):
-    cfg = sweep.load(cfg_path)
+# SMALL as it is (d = 4: rows, a part file per job), and as a lanes sweep (d = 3) of 24 jobs,
+# 3 parts of 8
+@pytest.mark.parametrize("sets, parts", [([], 6), (["model.d=3", "grid.seed={range: [0, 8]}"], 3)])
+def test_run_writes_the_files_and_bits_of_sweep_run(cfg_path, tmp_path, sets, parts):
+    cfg = sweep.load(cfg_path, overrides=sets)
     ds = sweep.run(cfg, out=tmp_path / "api.nc", workers=2)
     cli = subprocess.run([sys.executable, "-m", "sweep", "run", str(cfg_path), "--out",
-                          str(tmp_path / "cli.nc"), "--workers", "1"], capture_output=True,
-                         text=True)
+                          str(tmp_path / "cli.nc"), "--workers", "1",
+                          *[a for s in sets for a in ("--set", s)]],
+                         capture_output=True, text=True)
     assert cli.returncode == 0, cli.stderr
     api, cmd = Store(cfg, tmp_path / "api.nc"), Store(cfg, tmp_path / "cli.nc")
-    assert part_arrays(api) == part_arrays(cmd) and len(part_arrays(api)) == 6
+    assert part_arrays(api) == part_arrays(cmd) and len(part_arrays(api)) == parts
     with xr.open_dataset(tmp_path / "api.nc") as a, xr.open_dataset(tmp_path / "cli.nc") as b:
         assert_same_results(a.load(), b.load())
         assert {k: v for k, v in a.attrs.items() if k != "history"} == \
