@@ -11,6 +11,8 @@ but a single blocked system shares its row tiles over all threads):
               for n < 256 and d <= 3: the systems split in one batch per thread
   blocked     BLAS products on row tiles + vectorised passes (blocked.py)
   symmetric   blocked computing only W's blocks on and right of the diagonal (3 n^2 d flops)
+  symmetric-close  the same, its saves of the clustered fraction only (a save below SAVE_ALL:
+              the work nearest the peers', which save nothing)
   blocked-mt  blocked without tile threads, BLAS free to use every core instead
 Kernel calls include the observables at their first and last step, as a sweep records them.
 JAX (benchmarks/jax_peer.py: jit, vmap over the systems, lax.scan over the steps, float64)
@@ -45,7 +47,7 @@ from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.execution.states import uniform  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
-from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, SAVE_ALL  # noqa: E402
+from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, SAVE_ALL, SAVE_CLOSE  # noqa: E402
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.lanes import integrate_lanes  # noqa: E402
@@ -104,7 +106,8 @@ def calibrated_rate(make, systems: int, target_s: float, repeats: int) -> float:
 
 
 def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:
-    """Integrate one system x: [n, d] for `steps` Euler steps, observables at both ends."""
+    """Integrate one system x: [n, d] for `steps` Euler steps, observables at both ends
+    (symmetric-close: the clustered fraction and the order parameter only)."""
     obs = np.zeros((2, len(OBSERVABLES)))
     args = (METHOD_CODES["euler"], DT, steps, 1e-3, obs, np.zeros((0,) + x.shape, x.dtype),
             np.zeros(1, dtype=np.int64))
@@ -113,7 +116,9 @@ def kernel_call(kind: str, x: np.ndarray, steps: int, threads: int = 1) -> None:
     elif kind == "rows":
         integrate_rows(x, BETA, True, *args)
     else:
-        integrate_blocked(x, BETA, True, *args, threads=threads, symmetric=kind == "symmetric")
+        integrate_blocked(x, BETA, True, *args, threads=threads,
+                          symmetric=kind.startswith("symmetric"),
+                          level=SAVE_CLOSE if kind == "symmetric-close" else SAVE_ALL)
 
 
 def kernel_maker(kind: str, xs: np.ndarray, threads: int):

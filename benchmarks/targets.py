@@ -16,7 +16,8 @@ table of docs/performance.md).
   small      256 jobs of (32, 3) x 600 Euler steps: share of worker time inside the kernels;
              jax_small: the JAX peer on the same jobs
   large      (2048, 128) x 1, float64 and float32: `symmetric` against NumPy, JAX and the
-             gemm ceiling (benchmarks/run.py's rows)
+             gemm ceiling (benchmarks/run.py's rows), saving every observable and (rows
+             apart) the clustered fraction only
   tiny       100,000 jobs of (4, 2) x 2 steps: part files, then a fully skipped rerun,
              `status` and `merge`
   plan       `sweep plan` of a 1,000,000-job grid: wall and peak memory
@@ -81,16 +82,17 @@ def exp_rate(repeats: int = 5) -> float:
 
 
 def large(quick: bool) -> dict:
-    """(2048, 128) x 1 in float64 and float32: the `symmetric` kernel `sweep run` picks there,
-    NumPy's batched step, the JAX peer when installed, and the gemm ceiling, measured as
-    `make bench` measures them (benchmarks/run.py), steady state."""
+    """(2048, 128) x 1 in float64 and float32: the `symmetric` kernel `sweep run` picks there
+    (saving every observable, and the clustered fraction only), NumPy's batched step, the JAX
+    peer when installed, and the gemm ceiling, measured as `make bench` measures them
+    (benchmarks/run.py), steady state."""
     import run  # imports the kernels: only once the sweep has run
 
     threads, repeats = run.cores(), 3
     ceil = run.ceilings(threads, repeats)
     rows = [row for dtype in ("float64", "float32")
-            for row in run.shape_rows(2048, 128, 1, dtype, ("symmetric",), ceil, threads,
-                                      0.15 if quick else 0.4, repeats)]
+            for row in run.shape_rows(2048, 128, 1, dtype, ("symmetric", "symmetric-close"),
+                                      ceil, threads, 0.15 if quick else 0.4, repeats)]
     return {"ceilings": ceil, "rows": rows}
 
 

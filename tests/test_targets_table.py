@@ -118,8 +118,13 @@ def test_the_large_rows_give_the_ratios_of_the_symmetric_kernel():
          "vs_ceiling": 0.9}, {**row, "dtype": "float64", "impl": "jax", "steps_per_s": 20.0,
                               "vs_numpy": 1.0, "vs_ceiling": 0.4, "compile_s": 0.25},
         {**row, "dtype": "float32", "impl": "symmetric", "steps_per_s": 90.0, "vs_numpy": 3.0,
-         "vs_ceiling": 0.95}]}
+         "vs_ceiling": 0.95},
+        {**row, "dtype": "float64", "impl": "symmetric-close", "steps_per_s": 55.0,
+         "vs_numpy": 2.6, "vs_ceiling": 0.8}]}
     shown = {m: (t, v) for m, t, v in targets_table.rows(r)}
+    close = [m for m in shown if m.startswith("the same, ")]
+    assert [shown[m] for m in close] == [("", "55.0, 2.60, 0.80")] and "float64" in close[0]
+    assert shown["ratio of that / JAX, float64, steady"] == ("", "2.75")
     assert shown["(2048, 128) float32 / float64, `symmetric`"] == (">= 1.7", "1.80")
     assert shown["ratio `symmetric` / JAX, float64, steady (JAX compiling 0.25 s apart)"] == (
         "", "2.50")
