@@ -159,9 +159,9 @@ def simulate_batch(jobs: list[Job], positions: str = "none", stop: np.ndarray | 
     in its place (the others run); Stopped if the stop flag ended the batch (none of it is
     kept). Each job's wall_seconds: building its start, plus its share of the compiled call.
     Results hold the `columns` only (and a layer model's LAYER_SERIES after them); the lanes,
-    rows and blocked paths compute no more than they need (codes.save_level). bins > 0: each flow's
-    cosine_hist, from the trajectory the kernel keeps for it (dropped unless `positions`
-    asks for it): the kernels are the same, and no result bit depends on bins."""
+    rows and blocked paths compute no more than they need (codes.save_level). bins > 0: each
+    flow's cosine_hist, from the trajectory the kernel keeps for it (dropped unless
+    `positions` asks for it): the kernels are the same, and no result bit depends on bins."""
     kernel = kernel or kernel_plan(jobs[0])
     flag = np.zeros(1, dtype=np.int64) if stop is None else stop
     if not kernel.strategy.batched or jobs[0].model.kind.stacked:
@@ -365,8 +365,8 @@ def _warm_batch(kernel: KernelPlan) -> None:
 class Path:
     """What a strategy (kernel.Strategy: the facts planning needs) calls: one(job, kernel, x,
     obs, traj, flag, level) -> (status, saves) integrates a job (the general path computes
-    every column whatever the save level), batch(args, level) -> status a
-    batch in one compiled call (the strategy is batched), warm(kernel) compiles it."""
+    every column whatever the save level), batch(args, level) -> status a batch in one
+    compiled call (the strategy is batched), warm(kernel) compiles it."""
 
     warm: Callable[[KernelPlan], None]
     one: Callable | None = None
