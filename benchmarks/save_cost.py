@@ -1,32 +1,37 @@
-"""What one save (every observable at a recorded time) costs on the fast paths, one thread.
+"""What one save costs on the fast paths for one system, at a save level, with a velocity for
+scale.
 
-    python benchmarks/save_cost.py [--repeats R] PATH:N:D:STATE ...
+    python benchmarks/save_cost.py [--repeats R] [--threads T] PATH:N:D:STATE[:LEVEL] ...
     PATH: rows | blocked | symmetric;  STATE: scattered (a uniform start: no groups) |
-    clustered (8 tight clusters and 1/8 of the tokens alone: the resolved pass runs)
+    clustered (8 tight clusters and 1/8 of the tokens alone: the resolved pass runs);
+    LEVEL: all (default) | pairs | counts | close (codes.save_level: what output.observables
+    asks a save for; rows: all only)
 
-Times the save itself, as the time loops call it (rows: the Gram matrix, its weights and
-gramobs.observe_weighted, in one compiled loop; blocked: Blocked/Symmetric.observe), in R
-batches; prints one JSON line per case with the least and the median microseconds per save
-over the batches (the least is the one a loaded machine disturbed least). Runs against any
-version of the kernels since their split into rows.py and gramobs.py, so two checkouts can
-be timed in turn.
+Times the save as the time loops call it (rows: the Gram matrix, its weights and
+gramobs.observe_weighted in one compiled loop, one thread; blocked: Blocked/Symmetric.observe
+on T threads, BLAS on one each, as the runner runs a lone large job), R batches; prints one
+JSON line per case with the least and the median microseconds per save over the batches (the
+least is the one a loaded machine disturbed least), and a velocity's (blocked only).
 """
 
 import argparse
-import inspect
 import json
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sweep.execution.states import uniform
-from sweep.kernels import blocked, gramobs, rows
-from sweep.kernels.codes import OBSERVABLES
+from sweep.kernels import blocked, rows
+from sweep.kernels.codes import OBSERVABLES, SAVE_ALL, SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS
+from sweep.observables import gramobs
+from sweep.observables.groups import groups_scratch
 
-RESOLVED = "grp" in inspect.signature(gramobs.observe_weighted.py_func).parameters
+LEVELS = {"all": SAVE_ALL, "pairs": SAVE_PAIRS, "counts": SAVE_COUNTS, "close": SAVE_CLOSE}
+BETA, EPS = 4.0, 1e-3
 
 
 def start(n, d, state, rng):
@@ -38,67 +43,83 @@ def start(n, d, state, rng):
     return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
-if RESOLVED:
-    from sweep.observables.groups import groups_scratch
-
-    @numba.njit
-    def observe_rows(x, g, e, beta, eps, out, table, acc, extra):
-        gramobs.observe_weighted(x, g, e, beta, 1.0, eps, out, table, acc, *extra)
-else:
-    @numba.njit
-    def observe_rows(x, g, e, beta, eps, out, table, acc, extra):
-        gramobs.observe_weighted(x, g, e, beta, 1.0, eps, out, table, acc)
-
-
 @numba.njit
-def rows_saves(x, xt, g, e, beta, eps, out, table, acc, extra, times):
+def rows_saves(x, xt, g, e, out, table, acc, parent, grp, times):
     for _ in range(times):
         rows.gram(xt, g, 1.0, 0.0)
-        rows.weights(g, e, beta, 1.0)
-        observe_rows(x, g, e, beta, eps, out, table, acc, extra)
+        rows.weights(g, e, BETA, 1.0)
+        gramobs.observe_weighted(x, g, e, BETA, 1.0, EPS, out, table, acc, parent, grp)
 
 
 def rows_batch(x, times):
     n, d = x.shape
-    extra = (np.empty(n, dtype=np.int64), groups_scratch(n, d)) if RESOLVED else ()
-    args = (x, np.ascontiguousarray(x.T), np.empty((n, n)), np.empty((n, n)), 4.0, 1e-3,
-            np.empty(len(OBSERVABLES)), np.empty((n, 6 if RESOLVED else 4)), np.empty((4, n)),
-            extra)
+    args = (x, np.ascontiguousarray(x.T), np.empty((n, n)), np.empty((n, n)),
+            np.empty(len(OBSERVABLES)), np.empty((n, 6)), np.empty((4, n)),
+            np.empty(n, dtype=np.int64), groups_scratch(n, d))
     rows_saves(*args, 1)
     t0 = time.perf_counter()
     rows_saves(*args, times)
     return time.perf_counter() - t0
 
 
-def blocked_batch(x, times, symmetric):
-    work = (blocked.Symmetric if symmetric else blocked.Blocked)(x, 4.0, True)
-    out = np.empty(len(OBSERVABLES))
-    work.observe(x, 1e-3, out)
+def blocked_batches(x, times, symmetric, level, threads, repeats):
+    """(seconds of `times` saves, seconds of `times` velocities), `repeats` times each."""
+    with ThreadPoolExecutor(threads) if threads > 1 else _Serial() as pool:
+        work = (blocked.Symmetric if symmetric else blocked.Blocked)(x, BETA, True, pool,
+                                                                       threads)
+        out, v = np.empty(len(OBSERVABLES)), np.empty_like(x)
+        save = lambda: work.observe(x, EPS, out, level=level)  # noqa: E731
+        velocity = lambda: work.velocity(x, v)  # noqa: E731
+        return [[_timed(fn, times) for _ in range(repeats)] for fn in (save, velocity)]
+
+
+class _Serial:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _timed(fn, times):
+    fn()
     t0 = time.perf_counter()
     for _ in range(times):
-        work.observe(x, 1e-3, out)
+        fn()
     return time.perf_counter() - t0
 
 
-def save_cost(path, n, d, state, repeats):
+def save_cost(case, repeats, threads):
+    path, n, d, state, *level = case.split(":")
+    n, d, level = int(n), int(d), level[0] if level else "all"
     x = start(n, d, state, np.random.default_rng(0))
     times = max(1, int(2e7 / (n * n * (d + 50))))
-    batch = (lambda: rows_batch(x, times)) if path == "rows" else (
-        lambda: blocked_batch(x, times, path == "symmetric"))
-    per = [batch() / times * 1e6 for _ in range(repeats)]
-    return {"path": path, "n": n, "d": d, "state": state, "least_us": round(min(per), 2),
-            "median_us": round(statistics.median(per), 2), "saves": times * repeats}
+    out = {"path": path, "n": n, "d": d, "state": state, "level": level}
+    if path == "rows":
+        if level != "all":
+            raise SystemExit(f"{case}: the rows save is timed at level all only")
+        per = [rows_batch(x, times) / times * 1e6 for _ in range(repeats)]
+        return {**out, "threads": 1, **_us("", per), "saves": times * repeats}
+    saves, velocities = blocked_batches(x, times, path == "symmetric", LEVELS[level], threads,
+                                        repeats)
+    return {**out, "threads": threads, **_us("", [s / times * 1e6 for s in saves]),
+            **_us("velocity_", [s / times * 1e6 for s in velocities]), "saves": times * repeats}
+
+
+def _us(prefix, per):
+    return {f"{prefix}least_us": round(min(per), 2),
+            f"{prefix}median_us": round(statistics.median(per), 2)}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     with threadpool_limits(1, user_api="blas"):
         for case in args.cases:
-            path, n, d, state = case.split(":")
-            print(json.dumps(save_cost(path, int(n), int(d), state, args.repeats)), flush=True)
+            print(json.dumps(save_cost(case, args.repeats, args.threads)), flush=True)
 
 
 if __name__ == "__main__":
