@@ -1,11 +1,12 @@
 """What one save costs on the fast paths for one system, at a save level, with a velocity for
 scale.
 
-    python benchmarks/save_cost.py [--repeats R] [--threads T] PATH:N:D:STATE[:LEVEL] ...
+    python benchmarks/save_cost.py [--repeats R] [--threads T] [--dtype float32]
+        PATH:N:D:STATE[:LEVEL] ...
     PATH: rows | blocked | symmetric;  STATE: scattered (a uniform start: no groups) |
     clustered (8 tight clusters and 1/8 of the tokens alone: the resolved pass runs);
     LEVEL: all (default) | pairs | counts | close (codes.save_level: what output.observables
-    asks a save for; rows: all only)
+    asks a save for; rows: all only); --dtype: the state's (blocked only)
 
 Times the save as the time loops call it (rows: the Gram matrix, its weights and
 gramobs.observe_weighted in one compiled loop, one thread; blocked: Blocked/Symmetric.observe
@@ -89,15 +90,15 @@ def _timed(fn, times):
     return time.perf_counter() - t0
 
 
-def save_cost(case, repeats, threads):
+def save_cost(case, repeats, threads, dtype="float64"):
     path, n, d, state, *level = case.split(":")
     n, d, level = int(n), int(d), level[0] if level else "all"
-    x = start(n, d, state, np.random.default_rng(0))
+    x = start(n, d, state, np.random.default_rng(0)).astype(dtype)
     times = max(1, int(2e7 / (n * n * (d + 50))))
-    out = {"path": path, "n": n, "d": d, "state": state, "level": level}
+    out = {"path": path, "n": n, "d": d, "state": state, "level": level, "dtype": dtype}
     if path == "rows":
-        if level != "all":
-            raise SystemExit(f"{case}: the rows save is timed at level all only")
+        if level != "all" or dtype != "float64":
+            raise SystemExit(f"{case}: the rows save is timed at level all in float64 only")
         per = [rows_batch(x, times) / times * 1e6 for _ in range(repeats)]
         return {**out, "threads": 1, **_us("", per), "saves": times * repeats}
     saves, velocities = blocked_batches(x, times, path == "symmetric", LEVELS[level], threads,
@@ -116,10 +117,12 @@ def main():
     parser.add_argument("cases", nargs="+")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     args = parser.parse_args()
     with threadpool_limits(1, user_api="blas"):
         for case in args.cases:
-            print(json.dumps(save_cost(case, args.repeats, args.threads)), flush=True)
+            print(json.dumps(save_cost(case, args.repeats, args.threads, args.dtype)),
+                  flush=True)
 
 
 if __name__ == "__main__":
