@@ -96,6 +96,10 @@ def test_after_compile_a_run_adds_nothing_to_the_cache(tmp_path):
     assert len(compiled) > 10
     sweep_cli("run", config, "--out", tmp_path / "blocked.nc", cache_dir=store)
     assert contents(store) == compiled  # nothing compiled, nothing rewritten
+    # nor by saves of the clustered fraction alone, which count the close pairs on their own
+    sweep_cli("run", config, "--out", tmp_path / "close.nc", "--set",
+              "output.observables=[clustered_fraction]", cache_dir=store)
+    assert contents(store) == compiled
 
 
 def test_plan_says_when_the_kernels_must_compile_first(tmp_path, monkeypatch):

@@ -154,13 +154,15 @@ def test_blocked_clusters_span_tiles_and_threads(path):
 
 @pytest.mark.parametrize("path", ["blocked", "symmetric"])
 @pytest.mark.parametrize("level", [SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS])
-def test_a_blocked_save_below_save_all_keeps_the_full_saves_bits(path, level):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_blocked_save_below_save_all_keeps_the_full_saves_bits(path, level, dtype):
     """The columns up to the level are a full save's, bit for bit, the others NaN, and the
-    steps (after saves that leave their weights for them) are the same."""
+    steps (after saves that leave their weights for them: SAVE_CLOSE's own count leaves
+    exp_block's) are the same."""
     rng = np.random.default_rng(6)
     x0 = uniform(4, 5, rng)[rng.integers(0, 4, 300)] + 1e-3 * rng.standard_normal((300, 5))
     x0 /= np.linalg.norm(x0, axis=1, keepdims=True)
-    kw = dict(beta=2.0, stride=2, n_saves=3, threads=2)
+    kw = dict(beta=2.0, stride=2, n_saves=3, threads=2, dtype=dtype)
     with threadpool_limits(1, user_api="blas"):
         _, full, x, _ = run(path, x0, **kw)
         _, part, y, _ = run(path, x0, **kw, level=level)

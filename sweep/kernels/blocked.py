@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.kernels import methods
-from sweep.kernels.codes import EULER, LAYER, SAVE_ALL, TILE
+from sweep.kernels.codes import COLUMN, EULER, LAYER, SAVE_ALL, SAVE_CLOSE, TILE
 from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit_fast, jit_fma
@@ -37,7 +37,9 @@ from sweep.observables.extra import compute
 from sweep.observables.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.observables.groups import groups_scratch, resolve
 from sweep.observables.records import columns_above
+from sweep.observables.summary import order_parameter
 from sweep.observables.tiles import (
+    count_after,
     finish_outside,
     finish_upper,
     outside_tile,
@@ -178,8 +180,17 @@ class Blocked:
         where groups exist, one more pass over the tiles for the weight outside each token's
         cluster (outside). keep: see Symmetric.gather. level (codes.save_level): below
         SAVE_ALL, the columns of the levels above it are NaN and neither the cluster-resolved
-        pass nor the observables of x alone run; the others are those of a full save."""
+        pass nor the observables of x alone run, and SAVE_CLOSE counts the close pairs alone
+        (count_close); the others are those of a full save, bit for bit."""
         self.transpose(x)
+        if level == SAVE_CLOSE:
+            n = x.shape[0]
+            self.count_close(x, eps, keep)
+            out[list(columns_above(level))] = np.nan
+            out[COLUMN.order_parameter] = order_parameter(x)
+            out[COLUMN.clustered_fraction] = (int(self.close.sum()) / (n * (n - 1)) if n > 1
+                                              else np.nan)
+            return
         self.forests[:] = np.arange(x.shape[0])
         self.gather(x, eps, keep)
         groups = summarize_forests(x, self.rows, int(self.close.sum()), self.forests, self.beta,
@@ -197,6 +208,15 @@ class Blocked:
         outlive their tile here)."""
         self.close[:] = 0
         self.each_tile(self.observe_tile, x, eps)
+
+    def close_tile(self, s: int, k: int, x: np.ndarray, eps: float) -> None:
+        lo = self.tiles[k][0]
+        self.close[s] += count_after(self.gram_tile(s, k, x), lo, eps)
+
+    def count_close(self, x: np.ndarray, eps: float, keep: bool) -> None:
+        """close: the close pairs, tile by tile, as gather counts them (keep: ignored)."""
+        self.close[:] = 0
+        self.each_tile(self.close_tile, x, eps)
 
     def outside(self, x: np.ndarray) -> None:
         """groups.outside of every row: the tiles' weights again (Blocked keeps none)."""
@@ -268,6 +288,20 @@ class Symmetric(Blocked):
         np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
         self.close[k] = stats_upper(self.w, lo, hi, self.beta, self.c, eps, self.a[k],
                                     self.rows, self.cols[k], self.diag, self.forests[k])
+
+    def close_upper(self, k: int, x: np.ndarray, eps: float, keep: bool) -> None:
+        lo, hi = self.tiles[k]
+        np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        self.close[k] = count_after(self.w[lo:hi], lo, eps)
+        if keep:
+            exp_block(self.w, lo, hi, self.beta, self.c)
+
+    def count_close(self, x: np.ndarray, eps: float, keep: bool) -> None:
+        """close: the close pairs from the upper tile-blocks, as gather counts them; keep: the
+        tiles' weights, exp_block's (weights_tile's bits), left in w for the next velocity at
+        x, as gather leaves them."""
+        list(self.tile_map(lambda k: self.close_upper(k, x, eps, keep), range(len(self.tiles))))
+        self.weights_of = x if keep else None
 
     def outside_upper_tile(self, k: int) -> None:
         lo, hi = self.tiles[k]

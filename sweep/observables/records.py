@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 # How much a save of the lanes and rows paths computes (gramobs.observe_pairs): the order
 # parameter and the clustered fraction (CLOSE), with the cosines (COUNTS), with the clusters'
 # union-find too (PAIRS: all that the Gram matrix alone gives), or everything (ALL). The
-# blocked path's saves below ALL compute all of PAIRS and skip the rest (blocked.observe);
-# the general path always computes everything.
+# blocked path's saves below ALL compute all of PAIRS and skip the rest, or at CLOSE count the
+# close pairs alone (blocked.observe); the general path always computes everything.
 SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS, SAVE_ALL = 0, 1, 2, 3
 
 

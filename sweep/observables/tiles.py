@@ -2,8 +2,8 @@
 blocked.Blocked's weight outside each cluster from row tiles of the weights (outside_tile);
 blocked.Symmetric's statistics from the Gram matrix's tile-blocks on and right of the diagonal,
 each pair once, counted for its row and its column (stats_upper, finish_upper; outside_upper,
-finish_outside). Every sum has a fixed order, so the numbers do not depend on how tiles go to
-threads.
+finish_outside); for a save of the close pairs alone, their count (count_after). Every sum
+has a fixed order, so the numbers do not depend on how tiles go to threads.
 """
 
 import numpy as np
@@ -73,6 +73,20 @@ def stats_upper(w, lo, hi, beta, c, eps, a, rows, cols, diag, parent):
         for j in range(m):
             g[j] = a[j]
     return close
+
+
+@jit_fma
+def count_after(tile, first, eps):
+    """The close pairs i < j (g_ij > 1 - eps) of the rows i = first + r of the Gram matrix
+    that tile: [rows, n] holds (its columns j >= first + r + 1 read), counted as ordered pairs:
+    link_tile's and stats_upper's count without linking them or any statistic, for a save
+    of the clustered fraction alone (SAVE_CLOSE)."""
+    close = 0
+    for r in range(tile.shape[0]):
+        g = tile[r, first + r + 1:]
+        for j in range(g.shape[0]):
+            close += g[j] > 1.0 - eps
+    return 2 * close
 
 
 @jit_fma
