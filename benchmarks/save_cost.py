@@ -20,6 +20,7 @@ import json
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 
 import numba
 import numpy as np
@@ -65,21 +66,13 @@ def rows_batch(x, times):
 
 def blocked_batches(x, times, symmetric, level, threads, repeats):
     """(seconds of `times` saves, seconds of `times` velocities), `repeats` times each."""
-    with ThreadPoolExecutor(threads) if threads > 1 else _Serial() as pool:
+    with ThreadPoolExecutor(threads) if threads > 1 else nullcontext() as pool:
         work = (blocked.Symmetric if symmetric else blocked.Blocked)(x, BETA, True, pool,
                                                                        threads)
         out, v = np.empty(len(OBSERVABLES)), np.empty_like(x)
         save = lambda: work.observe(x, EPS, out, level=level)  # noqa: E731
         velocity = lambda: work.velocity(x, v)  # noqa: E731
         return [[_timed(fn, times) for _ in range(repeats)] for fn in (save, velocity)]
-
-
-class _Serial:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _timed(fn, times):

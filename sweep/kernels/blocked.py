@@ -260,9 +260,15 @@ class Symmetric(Blocked):
         self.tile_map = pool.map if pool is not None and tiles > 1 else map
         self.weights_of = None  # the state whose weights w holds, when a save left them there
 
-    def weights_tile(self, k: int, x: np.ndarray) -> None:
+    def gram_upper(self, k: int, x: np.ndarray) -> tuple[int, int]:
+        """Tile k's blocks on and right of the diagonal of x x^T into w[lo:hi, lo:] (the one
+        product that a velocity's weights and every save start from); returns (lo, hi)."""
         lo, hi = self.tiles[k]
         np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        return lo, hi
+
+    def weights_tile(self, k: int, x: np.ndarray) -> None:
+        lo, hi = self.gram_upper(k, x)
         exp_block(self.w, lo, hi, self.beta, self.c)
 
     def product_tile(self, k: int, x: np.ndarray, out: np.ndarray, method: int) -> None:
@@ -284,14 +290,12 @@ class Symmetric(Blocked):
         list(self.tile_map(lambda k: self.product_tile(k, x, out, method), tiles))
 
     def observe_upper(self, k: int, x: np.ndarray, eps: float) -> None:
-        lo, hi = self.tiles[k]
-        np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        lo, hi = self.gram_upper(k, x)
         self.close[k] = stats_upper(self.w, lo, hi, self.beta, self.c, eps, self.a[k],
                                     self.rows, self.cols[k], self.diag, self.forests[k])
 
     def close_upper(self, k: int, x: np.ndarray, eps: float, keep: bool) -> None:
-        lo, hi = self.tiles[k]
-        np.matmul(x[lo:hi], self.xt[:, lo:], out=self.w[lo:hi, lo:])
+        lo, hi = self.gram_upper(k, x)
         self.close[k] = count_after(self.w[lo:hi], lo, eps)
         if keep:
             exp_block(self.w, lo, hi, self.beta, self.c)
