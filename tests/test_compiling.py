@@ -1,12 +1,21 @@
 """Cold kernel variants compiled side by side (execution/compiling.py): what goes to another
 process, how its cache is copied in without replacing a file, and a child that fails."""
 
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import pytest
 
 from sweep.config.grid import expand
 from sweep.config.schema import from_dict
 from sweep.execution import compiling, simulate
 from sweep.execution.kernel import (
+    ALONE_COMPILE_SECONDS,
     BLOCKED,
     GRAMOBS_COMPILE_SECONDS,
     LANES,
@@ -16,7 +25,9 @@ from sweep.execution.kernel import (
     compile_split,
 )
 from sweep.numerics import cache
+from sweep.observables import extra
 
+ROOT = Path(__file__).parents[1]
 TWO = ["lanes-float64", "rows-float64"]
 
 
@@ -49,9 +60,14 @@ def test_the_costliest_cold_variant_compiles_here_and_the_next_apart():
     three = ["blocked-float64", "lanes-float64", "rows-float64"]
     assert compile_split(three, 2) == (["blocked-float64", "lanes-float64"], ["rows-float64"])
     assert compile_split(three, 8) == (["lanes-float64"], ["blocked-float64", "rows-float64"])
-    side = max(LANES.compile_seconds, ROWS.compile_seconds) + GRAMOBS_COMPILE_SECONDS
-    assert cold_compile_seconds(TWO, 2) == side < cold_compile_seconds(TWO, 1)
-    assert cold_compile_seconds(["lanes-float64"], 4) == cold_compile_seconds(["lanes-float64"])
+    # side by side: lanes here less the observables of x alone, rows apart with them
+    lanes = LANES.compile_seconds + GRAMOBS_COMPILE_SECONDS
+    rows = ROWS.compile_seconds + GRAMOBS_COMPILE_SECONDS
+    assert cold_compile_seconds(TWO, 2) == max(lanes - ALONE_COMPILE_SECONDS, rows)
+    assert cold_compile_seconds(TWO, 2) < cold_compile_seconds(TWO, 1) == lanes + rows - 11.0
+    # one variant: the observables of x alone in a child of their own
+    assert cold_compile_seconds(["lanes-float64"], 4) == lanes - ALONE_COMPILE_SECONDS
+    assert cold_compile_seconds(["lanes-float64"], 1) == lanes
     assert BLOCKED.compile_seconds < ROWS.compile_seconds < LANES.compile_seconds
 
 
@@ -61,8 +77,8 @@ def test_warm_up_sends_the_split_variants_apart_then_loads_them(monkeypatch, pro
     calls, said = [], []
 
     class Elsewhere:
-        def __init__(self, plans):
-            calls.append(("apart", [p.variant for p in plans]))
+        def __init__(self, plans, alone):
+            calls.append(("apart", [p.variant for p in plans], alone))
 
         def __enter__(self):
             return self
@@ -71,6 +87,7 @@ def test_warm_up_sends_the_split_variants_apart_then_loads_them(monkeypatch, pro
             calls.append(("joined",))
 
     monkeypatch.setattr(cache, "holds", lambda name: False)
+    monkeypatch.setattr(cache, "held", lambda: [])
     monkeypatch.setattr(cache, "mark", lambda name: calls.append(("mark", name)))
     monkeypatch.setattr(compiling, "elsewhere", Elsewhere)
     for strategy in (LANES, ROWS):
@@ -80,11 +97,47 @@ def test_warm_up_sends_the_split_variants_apart_then_loads_them(monkeypatch, pro
                             processes)
     assert cold == TWO and said == [(TWO, cold_compile_seconds(TWO, processes))]
     if processes == 1:
-        assert calls == [("apart", []), ("warm", TWO[0]), ("mark", TWO[0]),
+        assert calls == [("apart", [], []), ("warm", TWO[0]), ("mark", TWO[0]),
                          ("warm", TWO[1]), ("mark", TWO[1]), ("joined",)]
-    else:  # rows compiles in a child while lanes compiles here, then loads from the cache
-        assert calls == [("apart", [TWO[1]]), ("warm", TWO[0]), ("mark", TWO[0]), ("joined",),
-                         ("warm", TWO[1]), ("mark", TWO[1])]
+    else:  # rows compiles in a child (after the observables of x alone for lanes) while
+        # lanes compiles here, then loads from the cache
+        assert calls == [("apart", [TWO[1]], ["float64"]), ("warm", TWO[0]), ("mark", TWO[0]),
+                         ("joined",), ("warm", TWO[1]), ("mark", TWO[1])]
+
+
+@pytest.mark.parametrize("held", [[], ["blocked-float32"], ["rows-float64-rk4"]])
+def test_the_observables_of_x_alone_go_apart_unless_a_held_variant_has_them(monkeypatch,
+                                                                            held):
+    jobs = expand(from_dict({"name": "one", "model": {"n": 8, "d": 3}}))
+    alone = []
+
+    class Elsewhere:
+        def __init__(self, plans, dtypes):
+            alone.append((plans, dtypes))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    monkeypatch.setattr(cache, "holds", lambda name: False)
+    monkeypatch.setattr(cache, "held", lambda: held)
+    monkeypatch.setattr(cache, "mark", lambda name: None)
+    monkeypatch.setattr(compiling, "elsewhere", Elsewhere)
+    monkeypatch.setitem(simulate.PATHS, LANES, simulate.Path(lambda plan: None))
+    compiling.warm_up(jobs, processes=2)
+    # lanes-float64 alone, here: its observables of x alone in a child of their own, unless a
+    # variant the cache holds is of its dtype
+    assert alone == [([], [] if "float64" in str(held) else ["float64"])]
+
+
+def test_held_lists_the_variants_marked_for_these_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    cache.mark("lanes-float64")
+    cache.mark("rows-float32-rk4")
+    (tmp_path / "sweep-compiled" / "blocked-float64.0123456789abcdef").touch()  # other sources
+    assert cache.held() == ["lanes-float64", "rows-float32-rk4"]
 
 
 def test_a_child_that_fails_leaves_the_cache_and_the_run_as_they_were(tmp_path, monkeypatch):
@@ -108,3 +161,92 @@ def test_a_body_that_raises_stops_the_children(tmp_path, monkeypatch):
         raise KeyboardInterrupt
     assert started[0].returncode is not None and started[0].returncode != 0
     assert not list(tmp_path.glob("sweep-compile-*"))
+
+
+def test_sharing_copies_what_the_others_cached_since_it_began_and_replaces_nothing(tmp_path):
+    src, dst = tmp_path / "child", tmp_path / "cache"
+    write(src / "kernels_1" / "old.f-1.py311.nbi", b"index, cached before")
+    write(src / "kernels_1" / "old.f-1.py311.1.nbc", b"data")
+    since = time.time()
+    os.utime(src / "kernels_1" / "old.f-1.py311.nbi", (since - 60, since - 60))
+    write(src / "kernels_1" / "new.f-2.py311.nbi", b"index f")
+    write(src / "kernels_1" / "new.f-2.py311.1.nbc", b"data f")
+    write(src / "observables_2" / "g.g-9.py311.nbi", b"index g, the child's")
+    write(dst / "observables_2" / "g.g-9.py311.nbi", b"index g")
+    sharing = compiling.Sharing([src], dst, since)
+    sharing.pull()
+    got = {str(p.relative_to(dst)): p.read_bytes() for p in dst.rglob("*") if p.is_file()}
+    assert got == {"kernels_1/new.f-2.py311.nbi": b"index f",
+                   "kernels_1/new.f-2.py311.1.nbc": b"data f",
+                   "observables_2/g.g-9.py311.nbi": b"index g"}
+    # what a source caches later is copied at the next look
+    write(src / "kernels_1" / "later.h-4.py311.1.nbc", b"data h")
+    write(src / "kernels_1" / "later.h-4.py311.nbi", b"index h")
+    sharing.pull()
+    assert (dst / "kernels_1" / "later.h-4.py311.nbi").read_bytes() == b"index h"
+    assert (dst / "kernels_1" / "later.h-4.py311.1.nbc").read_bytes() == b"data h"
+    assert not list(dst.rglob("*.part"))
+
+
+class Child:
+    def __init__(self, code=None):
+        self.code = code
+
+    def poll(self):
+        return self.code
+
+
+def test_waiting_for_a_childs_observables_ends_at_its_marker_or_its_end(tmp_path):
+    src, dst = tmp_path / "child", tmp_path / "cache"
+    marker = src / "alone-float64.done"
+    sharing = compiling.Sharing([src], dst, promised={"float64": (marker, Child()),
+                                                     "float32": (marker, Child(1))})
+
+    def finish():  # the child: its functions cached, then its marker
+        time.sleep(0.2)
+        write(src / "observables_1" / "span.s-1.py311.1.nbc", b"data")
+        write(src / "observables_1" / "span.s-1.py311.nbi", b"index")
+        write(marker, b"")
+
+    child = threading.Thread(target=finish)
+    child.start()
+    sharing.wait_for("float64")
+    child.join()
+    assert (dst / "observables_1" / "span.s-1.py311.nbi").read_bytes() == b"index"
+    marker.unlink()
+    begun = time.monotonic()
+    sharing.wait_for("float32")  # a child that ended without its marker: no wait
+    sharing.wait_for("float64")  # waited for once already
+    sharing.wait_for("float16")  # promised by none
+    assert time.monotonic() - begun < 0.1
+
+
+@pytest.mark.timeout(600)
+def test_the_observables_of_x_alone_load_here_from_the_child_that_compiles_them(tmp_path):
+    """Into an empty cache: a child compiles the observables of x alone while this process
+    waits where its save calls them, then loads them; the numbers are those of a process
+    that compiled them itself."""
+    script = (
+        "import json, sys\n"
+        "from numba.core import event\n"
+        "from sweep.execution import compiling\n"
+        "from sweep.observables import extra\n"
+        "import numpy as np\n"
+        "x = np.linalg.qr(np.random.default_rng(1).standard_normal((6, 6)))[0][:, :3].copy()\n"
+        "x /= np.linalg.norm(x, axis=1)[:, None]\n"
+        "out = np.zeros(40)\n"
+        "with event.install_recorder('numba:compile') as rec:\n"
+        "    with compiling.elsewhere([], sys.argv[1:]):\n"
+        "        extra.standalone(x, out)\n"
+        "names = [e.data['dispatcher'].py_func.__name__ for _, e in rec.buffer]\n"
+        "print(json.dumps({'compiled': names, 'out': out.tolist()}))\n")
+    runs = {}
+    for alone in (["float64"], []):
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / f"cache{len(alone)}")}
+        done = subprocess.run([sys.executable, "-c", script, *alone], env=env, cwd=ROOT,
+                              capture_output=True, text=True, check=True)
+        runs[len(alone)] = json.loads(done.stdout)
+    kernels = {kernel.__name__ for _, kernel, _ in extra.CALLS}
+    assert kernels <= set(runs[0]["compiled"])  # compiled here when no child does
+    assert "standalone" in runs[1]["compiled"] and not kernels & set(runs[1]["compiled"])
+    assert runs[1]["out"] == runs[0]["out"]

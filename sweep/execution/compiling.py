@@ -8,14 +8,24 @@ CPU compiled `elsewhere`: a process each, compiling its variant into a folder of
 this process is done, it copies into the compile cache each function a child compiled that the
 cache does not hold yet (`adopt`), and the children's variants then load from the cache.
 
+What the variants share is compiled once where it can be. The observables of x alone
+(observables/extra.py: a third of a cold batched variant) go first to the first child, for
+the dtypes of the variants compiled here (a child of their own where no variant goes
+apart): this process, when it comes to them, waits for them and loads them. And while they
+compile, this process and its children each copy in, at every function they start to
+compile, what the others have cached meanwhile (`Sharing`): the saves' observables this
+process compiled, for instance, which a child's variant calls too, load there instead of
+compiling twice. A function two processes compile at once is compiled twice: CPU time for
+wall time, on CPUs the run is about to use.
+
 No two processes write one cache file: a function compiled by two processes into one cache at
 once can leave the index of one naming the data file of the other, and a crash when it loads;
 which is also why the workers never compile. A copied file is written under a temporary name
-and renamed, as Numba writes its own. A child that fails or is stopped leaves nothing in the
-cache, and its variant then compiles here, as if it had never started.
-
-What a child compiles that this process compiles too (the save's observables, shared by the
-batched paths) is compiled twice: CPU time for wall time, on CPUs the run is about to use.
+and renamed, as Numba writes its own, and an index is read before its data files are copied,
+so that it names none not copied. A child that fails or is stopped leaves nothing in the
+cache, and what it would have compiled then compiles here, as if it had never started.
+Numba's events (numba.core.event), which `Sharing` listens to, tell it when a function is
+about to compile or load; without them it would copy nothing early, and compile the rest here.
 """
 
 from __future__ import annotations
@@ -26,8 +36,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from sweep.config.grid import Job
@@ -39,6 +50,9 @@ from sweep.execution.kernel import (
     variants,
 )
 from sweep.numerics import cache
+
+ALONE = "alone"  # a child's unit: the observables of x alone for one dtype ("alone:float64")
+POLL = 0.05  # seconds between two looks for what the other processes have cached
 
 
 def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
@@ -57,9 +71,13 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
     kernels = variants(jobs)
     cold = [name for name in kernels if not cache.holds(name)]
     here, apart = compile_split(cold, processes)
+    # the observables of x alone, compiled apart for the dtypes compiled here unless a variant
+    # the cache holds (every variant's save calls them) has them cached: "path-dtype[-method]"
+    cached = {name.split("-")[1] for name in cache.held()}
+    alone = sorted({kernels[name].dtype for name in here} - cached) if processes > 1 else []
     if cold:
         compiling(cold, cold_compile_seconds(cold, processes))
-    with elsewhere([kernels[name] for name in apart]):
+    with elsewhere([kernels[name] for name in apart], alone):
         for name in here:
             PATHS[kernels[name].strategy].warm(kernels[name])
             cache.mark(name)
@@ -71,19 +89,36 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
 
 
 @contextmanager
-def elsewhere(plans: list[KernelPlan]) -> Iterator[None]:
-    """Compile `plans` in child processes while the body runs; on leaving it, wait for them
-    and adopt into the cache what each that succeeded compiled (killed if the body raises)."""
+def elsewhere(plans: list[KernelPlan], alone: Sequence[str] = ()) -> Iterator[None]:
+    """Compile `plans` in child processes while the body runs, the first child compiling
+    first the observables of x alone for the dtypes `alone` (a child of its own if no plans);
+    the body shares with them what each has cached meanwhile (Sharing) and waits for those
+    observables where it comes to them. On leaving, wait for the children and adopt into the
+    cache what each that succeeded compiled (killed if the body raises)."""
+    first = [f"{ALONE}:{dtype}" for dtype in alone]
+    units = [[_unit(plan)] for plan in plans]
+    if units:
+        units[0] = first + units[0]
+    elif first:
+        units = [first]
     children: list[tuple[subprocess.Popen, Path]] = []
+    since = time.time()
     try:
-        for plan in plans:
+        for unit in units:
             folder = Path(tempfile.mkdtemp(prefix="sweep-compile-"))
             children.append((subprocess.Popen(
-                [sys.executable, "-m", __name__, plan.strategy.name, plan.dtype,
-                 str(int(plan.symmetric)), plan.method],
+                [sys.executable, "-m", __name__, str(cache.directory()), repr(since), *unit],
                 env={**os.environ, "NUMBA_CACHE_DIR": str(folder)}, stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), folder))
-        yield
+        with ExitStack() as scope:
+            if children:
+                first_child, first_folder = children[0]
+                promised = {dtype: (_done(first_folder, f"{ALONE}:{dtype}"), first_child)
+                            for dtype in alone}
+                sharing = Sharing([folder for _, folder in children], cache.directory(),
+                                  promised=promised)
+                scope.enter_context(sharing.listening())
+            yield
         for child, folder in children:
             if child.wait() == 0:
                 adopt(folder, cache.directory())
@@ -95,6 +130,70 @@ def elsewhere(plans: list[KernelPlan]) -> Iterator[None]:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+class Sharing:
+    """Copies into the cache `target`, as this process compiles, each function cached since
+    `since` in the folders `sources` that target does not hold: at most every POLL seconds,
+    when Numba takes its compile lock (before it looks in the cache for a function). And
+    where Numba starts to compile observables/extra.py's `standalone` for x of a dtype in
+    `promised` ({dtype: (marker, child)}), it first waits for that child's marker (or its
+    end), so that the observables of x alone load from what the child compiled."""
+
+    def __init__(self, sources: list[Path], target: Path, since: float = 0.0,
+                 promised: dict | None = None):
+        self.sources, self.target, self.since = sources, target, since
+        self.promised = dict(promised or {})
+        self.seen: dict[Path, int] = {}  # a folder's modification time when last looked in
+        self.last = 0.0
+
+    def pull(self) -> None:
+        """Adopt what the sources cached since the last look (a folder of a source is read
+        again only when its modification time has moved)."""
+        self.last = time.monotonic()
+        for source in self.sources:
+            for folder in _folders(source):
+                mtime = _mtime(folder)
+                if mtime is None or self.seen.get(folder) == mtime:
+                    continue
+                self.seen[folder] = mtime
+                into = self.target / folder.relative_to(source)
+                for index in sorted(folder.glob("*.nbi")):
+                    if not (into / index.name).exists() and _newer(index, self.since):
+                        _copy_function(index, into / index.name)
+
+    def wait_for(self, dtype: str) -> None:
+        """Wait until the child that promised the observables of x alone for `dtype` has
+        compiled them (or ended), then adopt them."""
+        marker, child = self.promised.pop(dtype, (None, None))
+        if marker is None:
+            return
+        while not marker.exists() and child.poll() is None:
+            time.sleep(0.01)
+        self.pull()
+
+    @contextmanager
+    def listening(self) -> Iterator[Sharing]:
+        from numba.core import event
+
+        from sweep.observables.extra import standalone
+
+        sharing = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                if ev.kind == "numba:compile" and ev.data["dispatcher"] is standalone:
+                    sharing.wait_for(str(ev.data["args"][0].dtype))
+                elif time.monotonic() - sharing.last >= POLL:
+                    sharing.pull()
+
+            def on_end(self, ev):
+                pass
+
+        listener = Listener()
+        with event.install_listener("numba:compiler_lock", listener), \
+                event.install_listener("numba:compile", listener):
+            yield self
+
+
 def adopt(source: Path, target: Path) -> list[Path]:
     """Copy into the cache `target` every function cached in `source` that `target` does not
     hold (its data files, then its index), never replacing a file of target; returns the
@@ -102,30 +201,77 @@ def adopt(source: Path, target: Path) -> list[Path]:
     copied = []
     for index in sorted(source.rglob("*.nbi")):
         into = target / index.relative_to(source)
-        if into.exists():
-            continue
-        into.parent.mkdir(parents=True, exist_ok=True)
-        stem = glob.escape(index.name[: -len(".nbi")])
-        for data in sorted(index.parent.glob(f"{stem}.*.nbc")):
-            _place(data, into.parent / data.name)
-        _place(index, into)
-        copied.append(into)
+        if not into.exists():
+            _copy_function(index, into)
+            copied.append(into)
     return copied
 
 
-def _place(source: Path, target: Path) -> None:
-    """source copied to target whole or not at all (a temporary name, then renamed)."""
+def _copy_function(index: Path, into: Path) -> None:
+    """A cached function's index `index` and its data files, copied beside `into` (its
+    index's new path): the index read first, so that it names no data file not copied
+    (a process still compiling writes a data file, then the index naming it)."""
+    text = index.read_bytes()
+    into.parent.mkdir(parents=True, exist_ok=True)
+    stem = glob.escape(index.name[: -len(".nbi")])
+    for data in sorted(index.parent.glob(f"{stem}.*.nbc")):
+        _place(data.read_bytes(), into.parent / data.name)
+    _place(text, into)
+
+
+def _place(data: bytes, target: Path) -> None:
+    """data written to target whole or not at all (a temporary name, then renamed)."""
     part = target.with_name(f"{target.name}.{os.getpid()}.part")
-    shutil.copyfile(source, part)
+    part.write_bytes(data)
     os.replace(part, target)
 
 
-def _compile(strategy: str, dtype: str, symmetric: str, method: str) -> None:
-    """The child: compile one variant into NUMBA_CACHE_DIR."""
-    from sweep.execution.simulate import PATHS
+def _folders(source: Path) -> list[Path]:
+    try:
+        return [Path(e.path) for e in os.scandir(source) if e.is_dir()]
+    except OSError:
+        return []
 
-    plan = KernelPlan(STRATEGIES[strategy], dtype, symmetric=symmetric == "1", method=method)
-    PATHS[plan.strategy].warm(plan)
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _newer(path: Path, since: float) -> bool:
+    mtime = _mtime(path)
+    return mtime is not None and mtime >= since * 1e9
+
+
+def _unit(plan: KernelPlan) -> str:
+    return f"{plan.strategy.name}:{plan.dtype}:{int(plan.symmetric)}:{plan.method}"
+
+
+def _done(folder: Path, unit: str) -> Path:
+    """The marker a child leaves in its folder once it has compiled `unit`."""
+    return folder / f"{unit.replace(':', '-')}.done"
+
+
+def _compile(source: str, since: str, *units: str) -> None:
+    """The child: compile `units` in order into NUMBA_CACHE_DIR, with what the parent's
+    cache `source` holds since `since` copied in as they go; a marker after each."""
+    from sweep.execution.simulate import PATHS
+    from sweep.observables.extra import warm
+
+    folder = cache.directory()
+    with Sharing([Path(source)], folder, float(since)).listening():
+        for unit in units:
+            name, dtype, *rest = unit.split(":")
+            if name == ALONE:
+                warm(dtype)
+            else:
+                symmetric, method = rest
+                plan = KernelPlan(STRATEGIES[name], dtype, symmetric=symmetric == "1",
+                                  method=method)
+                PATHS[plan.strategy].warm(plan)
+            _place(b"", _done(folder, unit))
 
 
 if __name__ == "__main__":

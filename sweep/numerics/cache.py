@@ -79,6 +79,13 @@ def holds(variant: str) -> bool:
     return _marker(variant).exists()
 
 
+def held() -> list[str]:
+    """The variants the cache holds compiled from these sources (those `holds` says)."""
+    suffix = f".{stamp()}"
+    folder = directory() / "sweep-compiled"
+    return sorted(p.name[: -len(suffix)] for p in folder.glob(f"*{suffix}"))
+
+
 def mark(variant: str) -> None:
     """Record that `variant` is compiled into the cache (best effort: a read-only cache
     still works, `sweep plan` then only cannot tell)."""

@@ -15,6 +15,7 @@ The blocked path, which saves from Python, calls the same kernels one by one ins
 import importlib
 
 import numba
+import numpy as np
 
 from sweep.numerics._jit import jit_link
 from sweep.observables.records import STANDALONE
@@ -54,3 +55,11 @@ def compute(x, out, map=map) -> None:
         out[column] = kernel(x, *parameters)
 
     list(map(one, CALLS))
+
+
+def warm(dtype: str) -> None:
+    """Compile (or load) standalone's kernels for tokens of `dtype`, as every path's save
+    calls them: x a C-contiguous [n, d] array (execution/compiling.py has them compiled
+    apart)."""
+    x = np.repeat(np.eye(2, dtype=np.dtype(dtype)), 2, axis=0)
+    standalone(x, np.zeros(len(CALLS) and 1 + max(column for column, _, _ in CALLS)))
