@@ -71,10 +71,7 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
     kernels = variants(jobs)
     cold = [name for name in kernels if not cache.holds(name)]
     here, apart = compile_split(cold, processes)
-    # the observables of x alone, compiled apart for the dtypes compiled here unless a variant
-    # the cache holds (every variant's save calls them) has them cached: "path-dtype[-method]"
-    cached = {name.split("-")[1] for name in cache.held()}
-    alone = sorted({kernels[name].dtype for name in here} - cached) if processes > 1 else []
+    alone = _alone([kernels[name].dtype for name in here]) if processes > 1 else []
     if cold:
         compiling(cold, cold_compile_seconds(cold, processes))
     with elsewhere([kernels[name] for name in apart], alone):
@@ -86,6 +83,13 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
             PATHS[kernel.strategy].warm(kernel)
             cache.mark(name)
     return cold
+
+
+def _alone(dtypes: list[str]) -> list[str]:
+    """Of `dtypes`, those whose observables of x alone a child should compile: all but those
+    of a variant the cache holds ("path-dtype[-method]"), whose save called them."""
+    cached = {name.split("-")[1] for name in cache.held()}
+    return sorted(set(dtypes) - cached)
 
 
 @contextmanager
