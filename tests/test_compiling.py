@@ -250,3 +250,11 @@ def test_the_observables_of_x_alone_load_here_from_the_child_that_compiles_them(
     assert kernels <= set(runs[0]["compiled"])  # compiled here when no child does
     assert "standalone" in runs[1]["compiled"] and not kernels & set(runs[1]["compiled"])
     assert runs[1]["out"] == runs[0]["out"]
+
+
+def test_sharing_into_a_cache_it_cannot_write_copies_nothing_and_goes_on(tmp_path):
+    src, dst = tmp_path / "child", tmp_path / "cache"
+    write(src / "kernels_1" / "f.f-2.py311.nbi", b"index f")
+    dst.write_bytes(b"a file where the cache's folder would be")
+    compiling.Sharing([src], dst).pull()
+    assert dst.read_bytes() == b"a file where the cache's folder would be"

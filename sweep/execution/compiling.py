@@ -151,7 +151,8 @@ class Sharing:
 
     def pull(self) -> None:
         """Adopt what the sources cached since the last look (a folder of a source is read
-        again only when its modification time has moved)."""
+        again only when its modification time has moved). Best effort: what cannot be
+        copied (a cache that cannot be written) compiles here, as it would have."""
         self.last = time.monotonic()
         for source in self.sources:
             for folder in _folders(source):
@@ -162,7 +163,10 @@ class Sharing:
                 into = self.target / folder.relative_to(source)
                 for index in sorted(folder.glob("*.nbi")):
                     if not (into / index.name).exists() and _newer(index, self.since):
-                        _copy_function(index, into / index.name)
+                        try:
+                            _copy_function(index, into / index.name)
+                        except OSError:
+                            pass
 
     def wait_for(self, dtype: str) -> None:
         """Wait until the child that promised the observables of x alone for `dtype` has
