@@ -37,7 +37,7 @@ from sweep.observables.extra import compute
 from sweep.observables.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.observables.groups import groups_scratch, resolve
 from sweep.observables.records import columns_above
-from sweep.observables.summary import order_parameter
+from sweep.observables.summary import clustered_fraction, order_parameter
 from sweep.observables.tiles import (
     count_after,
     finish_outside,
@@ -188,8 +188,7 @@ class Blocked:
             self.count_close(x, eps, keep)
             out[list(columns_above(level))] = np.nan
             out[COLUMN.order_parameter] = order_parameter(x)
-            out[COLUMN.clustered_fraction] = (int(self.close.sum()) / (n * (n - 1)) if n > 1
-                                              else np.nan)
+            out[COLUMN.clustered_fraction] = clustered_fraction(int(self.close.sum()), n)
             return
         self.forests[:] = np.arange(x.shape[0])
         self.gather(x, eps, keep)

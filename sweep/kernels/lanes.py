@@ -38,6 +38,7 @@ from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
 from sweep.numerics.expfast import exp1
 from sweep.observables.gramobs import observe_pairs, observe_weighted
 from sweep.observables.groups import Groups, groups_scratch
+from sweep.observables.summary import clustered_fraction
 
 ORDER, CLOSE = COLUMN.order_parameter, COLUMN.clustered_fraction  # what SAVE_CLOSE records
 
@@ -162,7 +163,7 @@ def _close_pairs(blk, s):
     n, count, alive, obs = blk.X.shape[0], blk.lanes.count, blk.alive, blk.obs
     for b in range(obs.shape[0]):
         if alive[b]:
-            obs[b, s, CLOSE] = count[b] / (n * (n - 1)) if n > 1 else np.nan
+            obs[b, s, CLOSE] = clustered_fraction(count[b], n)
 
 
 @jit_fma_inline

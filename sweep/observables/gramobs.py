@@ -33,7 +33,13 @@ from sweep.observables.records import (
     SAVE_PAIRS,
     columns_at,
 )
-from sweep.observables.summary import find, order_parameter, pair_columns, union
+from sweep.observables.summary import (
+    clustered_fraction,
+    find,
+    order_parameter,
+    pair_columns,
+    union,
+)
 
 # columns of the per-row statistics array rows: [n, 6]; ROW_Z = z_i, ROW_SELF = w_ii
 ROW_E, ROW_H, ROW_COS, ROW_MIN, ROW_Z, ROW_SELF = 0, 1, 2, 3, 4, 5
@@ -184,8 +190,7 @@ def observe_pairs(x, gram, eps, level, out, rows, acc, parent):
     n = x.shape[0]
     if level == SAVE_CLOSE:
         out[COLUMN.order_parameter] = order_parameter(x)
-        out[COLUMN.clustered_fraction] = (count_close_pairs(gram, eps) / (n * (n - 1))
-                                          if n > 1 else np.nan)
+        out[COLUMN.clustered_fraction] = clustered_fraction(count_close_pairs(gram, eps), n)
         for k in COUNTS:
             out[k] = np.nan
     else:

@@ -3,7 +3,7 @@ forest) and the observables' first columns (kernels.codes.OBSERVABLES) from thos
 
 import numpy as np
 
-from sweep.numerics._jit import jit
+from sweep.numerics._jit import jit, jit_inline
 from sweep.observables.records import COLUMN
 
 
@@ -51,6 +51,13 @@ def order_parameter(x):
     return np.sqrt(r2)
 
 
+@jit_inline
+def clustered_fraction(close, n):
+    """The share of the n (n - 1) ordered pairs i != j that are close, given their number
+    (NaN below two tokens): every path's save computes the column with it."""
+    return close / (n * (n - 1)) if n > 1 else np.nan
+
+
 @jit
 def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
     """The order parameter, cosine, close-pair and cluster columns of out from the pair sums
@@ -60,6 +67,6 @@ def pair_columns(x, cos_sum, cos_min, close, parent, size, out):
     out[COLUMN.order_parameter] = order_parameter(x)
     out[COLUMN.mean_cosine] = cos_sum / pairs if pairs > 0 else np.nan
     out[COLUMN.min_cosine] = cos_min if pairs > 0 else np.nan
-    out[COLUMN.clustered_fraction] = close / pairs if pairs > 0 else np.nan
+    out[COLUMN.clustered_fraction] = clustered_fraction(close, n)
     count, largest = components(parent, size)
     out[COLUMN.n_clusters], out[COLUMN.largest_cluster] = count, largest / n
