@@ -157,13 +157,11 @@ def large_rows(r: dict) -> list[tuple[str, str, str]]:
 def _large(ours: dict, jax: dict | None, target: str) -> list[tuple[str, str, str]]:
     dtype = ours["dtype"]
     row = (f"(2048, 128) x 1 {dtype}, `symmetric` kernel: system-steps/s, x NumPy, x gemm "
-           "ceiling", target, f"{ours['steps_per_s']:.1f}, {ours['vs_numpy']:.2f}, "
-           f"{ours['vs_ceiling']:.2f}")
+           "ceiling", target, _rates(ours))
     if jax is None:
         return [row, (f"JAX at (2048, 128) {dtype}", "", "not measured (jax not installed)")]
     return [row, (f"ratio `symmetric` / JAX, {dtype}, steady (JAX compiling "
-                  f"{jax['compile_s']:.2f} s apart)", "",
-                  f"{ours['steps_per_s'] / jax['steps_per_s']:.2f}")]
+                  f"{jax['compile_s']:.2f} s apart)", "", _per(ours, jax))]
 
 
 def _close(ours: dict | None, jax: dict | None) -> list[tuple[str, str, str]]:
@@ -173,12 +171,19 @@ def _close(ours: dict | None, jax: dict | None) -> list[tuple[str, str, str]]:
         return []
     dtype = ours["dtype"]
     out = [(f"the same, {dtype}, its two saves of the clustered fraction only (the peers' "
-            "steps save nothing): system-steps/s, x NumPy, x gemm ceiling", "",
-            f"{ours['steps_per_s']:.1f}, {ours['vs_numpy']:.2f}, {ours['vs_ceiling']:.2f}")]
+            "steps save nothing): system-steps/s, x NumPy, x gemm ceiling", "", _rates(ours))]
     if jax is not None:
-        out.append((f"ratio of that / JAX, {dtype}, steady", "",
-                    f"{ours['steps_per_s'] / jax['steps_per_s']:.2f}"))
+        out.append((f"ratio of that / JAX, {dtype}, steady", "", _per(ours, jax)))
     return out
+
+
+def _rates(ours: dict) -> str:
+    """A large row's system-steps/s, and its ratios to NumPy and to the gemm ceiling."""
+    return f"{ours['steps_per_s']:.1f}, {ours['vs_numpy']:.2f}, {ours['vs_ceiling']:.2f}"
+
+
+def _per(ours: dict, jax: dict) -> str:
+    return f"{ours['steps_per_s'] / jax['steps_per_s']:.2f}"
 
 
 def exp_rows(ref: dict) -> list[tuple[str, str, str]]:
