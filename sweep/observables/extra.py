@@ -62,4 +62,4 @@ def warm(dtype: str) -> None:
     calls them: x a C-contiguous [n, d] array (execution/compiling.py has them compiled
     apart)."""
     x = np.repeat(np.eye(2, dtype=np.dtype(dtype)), 2, axis=0)
-    standalone(x, np.zeros(len(CALLS) and 1 + max(column for column, _, _ in CALLS)))
+    standalone(x, np.zeros(1 + max((column for column, _, _ in CALLS), default=0)))
