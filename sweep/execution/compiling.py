@@ -22,8 +22,9 @@ No two processes write one cache file: a function compiled by two processes into
 once can leave the index of one naming the data file of the other, and a crash when it loads;
 which is also why the workers never compile. A copied file is written under a temporary name
 and renamed, as Numba writes its own, and an index is read before its data files are copied,
-so that it names none not copied. A child that fails or is stopped leaves nothing in the
-cache, and what it would have compiled then compiles here, as if it had never started.
+so that it names none not copied. A child that fails or is stopped leaves in the cache at
+most whole functions it had cached before (copied in as they came), and what else it would
+have compiled then compiles here, as if it had never started.
 Numba's events (numba.core.event), which `Sharing` listens to, tell it when a function is
 about to compile or load; without them it would copy nothing early, and compile the rest here.
 """
