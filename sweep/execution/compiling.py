@@ -107,7 +107,9 @@ def elsewhere(plans: list[KernelPlan], alone: Sequence[str] = ()) -> Iterator[No
     elif first:
         units = [first]
     children: list[tuple[subprocess.Popen, Path]] = []
-    since = time.time()
+    # what the children copy from this process's cache: what it caches from now on (less a
+    # minute, for a shared file system whose clock runs behind this machine's)
+    since = time.time() - 60.0
     try:
         for unit in units:
             folder = Path(tempfile.mkdtemp(prefix="sweep-compile-"))
