@@ -188,6 +188,26 @@ def test_sharing_copies_what_the_others_cached_since_it_began_and_replaces_nothi
     assert not list(dst.rglob("*.part"))
 
 
+def test_sharing_looks_again_in_a_folder_whose_time_a_write_may_not_have_moved(tmp_path):
+    """A file written in the same tick of the file system's clock as the last look leaves
+    the folder's modification time as it was: a folder modified within the last second is
+    read again, an older one only when its time moves or when forced."""
+    src, dst = tmp_path / "child", tmp_path / "cache"
+    folder = src / "kernels_1"
+    sharing = compiling.Sharing([src], dst)
+    for recent, name in ((True, "a"), (False, "b")):
+        write(folder / f"{name}.f-1.py311.nbi", b"first")
+        stamp = time.time_ns() - (0 if recent else 10 * 10**9)
+        os.utime(folder, ns=(stamp, stamp))
+        sharing.pull()
+        write(folder / f"{name}.g-2.py311.nbi", b"written in the same tick")
+        os.utime(folder, ns=(stamp, stamp))
+        sharing.pull()
+        assert (dst / "kernels_1" / f"{name}.g-2.py311.nbi").exists() == recent
+    sharing.pull(force=True)
+    assert (dst / "kernels_1" / "b.g-2.py311.nbi").read_bytes() == b"written in the same tick"
+
+
 class Child:
     def __init__(self, code=None):
         self.code = code

@@ -149,25 +149,33 @@ class Sharing:
                  promised: dict | None = None):
         self.sources, self.target, self.since = sources, target, since
         self.promised = dict(promised or {})
-        self.seen: dict[Path, int] = {}  # a folder's modification time when last looked in
+        self.seen: dict[Path, int | None] = {}  # a folder's modification time when read
+        self.done: set[tuple[Path, str]] = set()  # the indexes looked at
         self.last = 0.0
 
-    def pull(self) -> None:
-        """Adopt what the sources cached since the last look (a folder of a source is read
-        again only when its modification time has moved). Best effort: what cannot be
-        copied (a cache that cannot be written) compiles here, as it would have."""
+    def pull(self, force: bool = False) -> None:
+        """Adopt what the sources cached since the last look: a folder of a source is read
+        again when its modification time has moved, or may yet move unseen (`force`, or
+        modified within the last second: a file written in the same tick of the file
+        system's clock as the last look leaves it as it was), and an index is looked at
+        once. Best effort: what cannot be copied (a cache that cannot be written) compiles
+        here, as it would have."""
         self.last = time.monotonic()
         for source in self.sources:
             for folder in _folders(source):
                 mtime = _mtime(folder)
-                if mtime is None or self.seen.get(folder) == mtime:
+                if mtime is None or (not force and self.seen.get(folder) == mtime):
                     continue
-                self.seen[folder] = mtime
+                self.seen[folder] = mtime if mtime < time.time_ns() - 10**9 else None
                 into = self.target / folder.relative_to(source)
-                for index in sorted(folder.glob("*.nbi")):
-                    if not (into / index.name).exists() and _newer(index, self.since):
+                for name in _names(folder):
+                    if not name.endswith(".nbi") or (folder, name) in self.done:
+                        continue
+                    self.done.add((folder, name))
+                    index = folder / name
+                    if not (into / name).exists() and _newer(index, self.since):
                         try:
-                            _copy_function(index, into / index.name)
+                            _copy_function(index, into / name)
                         except OSError:
                             pass
 
@@ -179,7 +187,7 @@ class Sharing:
             return
         while not marker.exists() and child.poll() is None:
             time.sleep(0.01)
-        self.pull()
+        self.pull(force=True)
 
     @contextmanager
     def listening(self) -> Iterator[Sharing]:
@@ -240,6 +248,13 @@ def _place(data: bytes, target: Path) -> None:
 def _folders(source: Path) -> list[Path]:
     try:
         return [Path(e.path) for e in os.scandir(source) if e.is_dir()]
+    except OSError:
+        return []
+
+
+def _names(folder: Path) -> list[str]:
+    try:
+        return [entry.name for entry in os.scandir(folder)]
     except OSError:
         return []
 
