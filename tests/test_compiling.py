@@ -268,7 +268,8 @@ def test_the_observables_of_x_alone_load_here_from_the_child_that_compiles_them(
         runs[len(alone)] = json.loads(done.stdout)
     kernels = {kernel.__name__ for _, kernel, _ in extra.CALLS}
     assert kernels <= set(runs[0]["compiled"])  # compiled here when no child does
-    assert "standalone" in runs[1]["compiled"] and not kernels & set(runs[1]["compiled"])
+    here = set(runs[1]["compiled"])
+    assert extra.standalone.py_func.__name__ in here and not kernels & here
     assert runs[1]["out"] == runs[0]["out"]
 
 
@@ -278,3 +279,15 @@ def test_sharing_into_a_cache_it_cannot_write_copies_nothing_and_goes_on(tmp_pat
     dst.write_bytes(b"a file where the cache's folder would be")
     compiling.Sharing([src], dst).pull()
     assert dst.read_bytes() == b"a file where the cache's folder would be"
+
+
+def test_the_observables_of_x_alone_are_cached_under_a_name_of_their_records():
+    """standalone is cached as a function of extra.py: a changed record set (a record more
+    or less, another parameter) must be another function, never the one cached before."""
+    name = extra.standalone.py_func.__name__
+    assert extra._assemble(extra.CALLS).py_func.__name__ == name  # the same records: the same
+    column, kernel, parameters = extra.CALLS[-1]
+    others = [extra.CALLS[:-1], extra.CALLS[:-1] + ((column + 1, kernel, parameters),),
+              extra.CALLS[:-1] + ((column, kernel, (*parameters, 0.5)),)]
+    names = {extra._assemble(calls).py_func.__name__ for calls in others}
+    assert len(names) == 3 and name not in names

@@ -40,9 +40,3 @@ jit_fast_inline = numba.njit(**FAST_OPTIONS, inline="always")
 
 # The same for lanes.py's per-pair helpers, compiled as their callers (fused multiply-adds only).
 jit_fma_inline = numba.njit(**dict(OPTIONS, fastmath={"contract"}), inline="always")
-
-# For the function observables/extra.py assembles at import (a line per observable of x
-# alone): compiled into the cached function that calls it, never cached itself (its source is
-# generated, no part of a file), and not inlined, so each observable's own kernel keeps its
-# own options whatever its caller's fastmath.
-jit_link = numba.njit(**dict(OPTIONS, cache=False))

@@ -10,14 +10,21 @@ there and adding an observable of x touches no path. (One function, not a chain 
 one per record: each closure was a compilation of its own, 1.7 s of a cold start for five.)
 The blocked path, which saves from Python, calls the same kernels one by one instead
 (`compute`), side by side on its threads.
+
+It is cached like any kernel (compiled once, then loaded: by a variant's process from what a
+child compiled, execution/compiling.py), as a function of this file named after a hash of its
+generated body and of the kernels it calls: a changed record set is another function, never
+the cached one of the records before. Not inlined, so each observable's own kernel keeps its
+own options whatever its caller's fastmath.
 """
 
+import hashlib
 import importlib
 
 import numba
 import numpy as np
 
-from sweep.numerics._jit import jit_link
+from sweep.numerics._jit import jit
 from sweep.observables.records import STANDALONE
 
 
@@ -37,9 +44,11 @@ def _assemble(calls) -> numba.core.registry.CPUDispatcher:
         f"    out[{column}] = kernel{k}(x{''.join(f', {p!r}' for p in parameters)})"
         for k, (column, _, parameters) in enumerate(calls)
     ]
-    source = "def standalone(x, out):\n" + "\n".join(lines or ["    pass"]) + "\n"
-    exec(compile(source, __name__ + ".standalone", "exec"), names)  # noqa: S102
-    return jit_link(names["standalone"])
+    body = "\n".join(lines or ["    pass"]) + "\n"
+    kernels = "\n".join(f"{kernel.__module__}:{kernel.__name__}" for _, kernel, _ in calls)
+    name = "standalone_" + hashlib.sha256((body + kernels).encode()).hexdigest()[:12]
+    exec(compile(f"def {name}(x, out):\n{body}", __file__, "exec"), names)  # noqa: S102
+    return jit(names[name])
 
 
 standalone = _assemble(CALLS)
