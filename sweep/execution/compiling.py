@@ -162,13 +162,13 @@ class Sharing:
         here, as it would have."""
         self.last = time.monotonic()
         for source in self.sources:
-            for folder in _folders(source):
+            for folder in (Path(e.path) for e in _entries(source) if e.is_dir()):
                 mtime = _mtime(folder)
                 if mtime is None or (not force and self.seen.get(folder) == mtime):
                     continue
                 self.seen[folder] = mtime if mtime < time.time_ns() - 10**9 else None
                 into = self.target / folder.relative_to(source)
-                for name in _names(folder):
+                for name in (e.name for e in _entries(folder)):
                     if not name.endswith(".nbi") or (folder, name) in self.done:
                         continue
                     self.done.add((folder, name))
@@ -245,16 +245,9 @@ def _place(data: bytes, target: Path) -> None:
     os.replace(part, target)
 
 
-def _folders(source: Path) -> list[Path]:
+def _entries(folder: Path) -> list[os.DirEntry]:
     try:
-        return [Path(e.path) for e in os.scandir(source) if e.is_dir()]
-    except OSError:
-        return []
-
-
-def _names(folder: Path) -> list[str]:
-    try:
-        return [entry.name for entry in os.scandir(folder)]
+        return list(os.scandir(folder))
     except OSError:
         return []
 
@@ -276,13 +269,14 @@ def _unit(plan: KernelPlan) -> str:
 
 
 def _done(folder: Path, unit: str) -> Path:
-    """The marker a child leaves in its folder once it has compiled `unit`."""
+    """The marker a child leaves in its folder once it has compiled `unit` (ALONE's)."""
     return folder / f"{unit.replace(':', '-')}.done"
 
 
 def _compile(source: str, since: str, *units: str) -> None:
     """The child: compile `units` in order into NUMBA_CACHE_DIR, with what the parent's
-    cache `source` holds since `since` copied in as they go; a marker after each."""
+    cache `source` holds since `since` copied in as they go; a marker after the observables
+    of x alone (Sharing.wait_for)."""
     from sweep.execution.simulate import PATHS
     from sweep.observables.extra import warm
 
@@ -292,12 +286,12 @@ def _compile(source: str, since: str, *units: str) -> None:
             name, dtype, *rest = unit.split(":")
             if name == ALONE:
                 warm(dtype)
+                _place(b"", _done(folder, unit))
             else:
                 symmetric, method = rest
                 plan = KernelPlan(STRATEGIES[name], dtype, symmetric=symmetric == "1",
                                   method=method)
                 PATHS[plan.strategy].warm(plan)
-            _place(b"", _done(folder, unit))
 
 
 if __name__ == "__main__":

@@ -70,8 +70,11 @@ def stamp() -> str:
     return hashlib.sha256("\n".join(text).encode()).hexdigest()[:16]
 
 
+MARKERS = "sweep-compiled"  # the cache's folder of the warm-up's markers
+
+
 def _marker(variant: str) -> Path:
-    return directory() / "sweep-compiled" / f"{variant}.{stamp()}"
+    return directory() / MARKERS / f"{variant}.{stamp()}"
 
 
 def holds(variant: str) -> bool:
@@ -82,8 +85,7 @@ def holds(variant: str) -> bool:
 def held() -> list[str]:
     """The variants the cache holds compiled from these sources (those `holds` says)."""
     suffix = f".{stamp()}"
-    folder = directory() / "sweep-compiled"
-    return sorted(p.name[: -len(suffix)] for p in folder.glob(f"*{suffix}"))
+    return sorted(p.name[: -len(suffix)] for p in (directory() / MARKERS).glob(f"*{suffix}"))
 
 
 def mark(variant: str) -> None:
@@ -104,7 +106,7 @@ def forget() -> list[Path]:
     folder, named after it and the SHA-1 of its path) and the markers; the folders removed."""
     folders = [*SOURCES, *(p.parent for s in SOURCES for p in s.glob("*/__init__.py"))]
     names = [f"{f.name}_{hashlib.sha1(str(f.resolve()).encode()).hexdigest()}" for f in folders]
-    gone = [directory() / name for name in names + ["sweep-compiled"]]
+    gone = [directory() / name for name in names + [MARKERS]]
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
     return gone
