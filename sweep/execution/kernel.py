@@ -220,9 +220,10 @@ def job_memory(job: Job, positions: str = "none", bins: int = 0) -> dict[str, in
     per_head = 0 if plan.strategy is not GENERAL else m.heads * (3 * 8 + 4 * d * d * 8 * matrices)
     copies = plan.strategy.copies + stages
     if plan.symmetric:
-        # W, the products with its transpose, and a save's statistics per tile (no Gram tiles)
+        # W, x with a column of ones and its two products, and a save's statistics per tile
+        # (no Gram tiles)
         tiles = -(-n // plan.tile)
-        square = n * n * item + n * d * item + 6 * tiles * n * 8 + 7 * n * 8
+        square = n * n * item + 3 * n * (d + 1) * item + 6 * tiles * n * 8 + 7 * n * 8
     else:
         square = plan.strategy.square(n, item, plan.tile)
     resolved = (n // 2 + 1) * (2 * d + 3) * 8 + 8 * n * 8  # groups.Groups, 2 more row columns

@@ -74,21 +74,6 @@ def exp_block(w, lo, hi, beta, c):
 
 
 @jit_fast
-def block_sums(w, lo, hi, z):
-    """z[i - lo] = sum_j w[i, j] for rows lo..hi-1 of a symmetric w: [n, n] of which only the
-    blocks on and right of the diagonal are filled (the rest is read as their transpose)."""
-    for i in range(lo, hi):
-        zi, row = 0.0, w[i, lo:]
-        for j in range(row.shape[0]):
-            zi += row[j]
-        z[i - lo] = zi
-    for r in range(lo):
-        col = w[r, lo:hi]
-        for i in range(col.shape[0]):
-            z[i] += col[i]
-
-
-@jit_fast
 def finish_velocity(x, v, z, softmax, n, method, out):
     """out_i = P_{x_i}(v_i s_i), s_i = 1 / z_i (softmax) or 1 / n, n the system's token count
     (x, v, z, out: one tile's rows); v_i s_i itself for the layer method."""
@@ -236,9 +221,11 @@ class Symmetric(Blocked):
     symmetric, so only its blocks on and right of the diagonal are computed, W[I, I:] for each
     row tile I (half the Gram flops, half the exponentials), and the blocks left of the
     diagonal are read as the transposes of those above it:
-        V_I = W[I, I:] x[I:] + W[:I, I]^T x[:I],   z_I likewise from row and column sums,
-    3 n^2 d flops per velocity instead of 4. Two phases, all weights then all products; a tile
-    is computed whole by one thread in each, so the numbers do not depend on the threads.
+        [V_I | z_I] = W[I, I:] [x | 1][I:] + W[:I, I]^T [x | 1][:I],
+    3 n^2 d flops per velocity instead of 4 (the column of ones gives each row's sum of
+    weights from the same products, where a pass of its own over W took a tenth of their
+    time). Two phases, all weights then all products; a tile is computed whole by one thread
+    in each, so the numbers do not depend on the threads.
     A save (observe) computes the same upper blocks of G, leaves their weights in w (for the
     weight outside each cluster and, unless it is the job's last save, for the step that
     follows it). Memory: the n x n w (kernel.job_bytes counts all of it) and a few
@@ -249,7 +236,11 @@ class Symmetric(Blocked):
         self._common(x, beta, softmax, pool, threads)
         n, tiles = x.shape[0], len(self.tiles)
         self.w = np.empty((n, n), dtype=x.dtype)
-        self.u = np.empty_like(x)  # the products with the blocks above the diagonal
+        # x with a column of ones, so each product also gives its rows' sums of weights
+        d = x.shape[1]
+        self.xa = np.ones((n, d + 1), dtype=x.dtype)
+        self.v = np.empty_like(self.xa)  # the products with the blocks on and right of the diagonal
+        self.u = np.empty_like(self.xa)  # ... and with those above it
         # a save's statistics, per tile (tiles.stats_upper): any thread may take any tile
         self.a = np.empty((tiles, n))
         self.cols, self.diag = np.empty((tiles, 4, n)), np.empty(n)
@@ -271,17 +262,22 @@ class Symmetric(Blocked):
         exp_block(self.w, lo, hi, self.beta, self.c)
 
     def product_tile(self, k: int, x: np.ndarray, out: np.ndarray, method: int) -> None:
+        """[v | z] for tile k's rows: [x | 1] times the blocks on and right of the diagonal,
+        plus the transposes of those above it (z, the rows' sums of weights, comes out of the
+        same products as v)."""
         lo, hi = self.tiles[k]
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
-        np.matmul(right, x[lo:], out=v)
+        np.matmul(right, self.xa[lo:], out=v)
         if lo > 0:
-            axpy(v, v, 1.0, np.matmul(above.T, x[:lo], out=self.u[lo:hi]))  # v += W^T x
-        block_sums(self.w, lo, hi, self.z[lo:hi])
+            axpy(v, v, 1.0, np.matmul(above.T, self.xa[:lo], out=self.u[lo:hi]))  # += W^T x
+        self.z[lo:hi] = v[:, -1]
         finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, x.shape[0], method,
                         out[lo:hi])
 
     def velocity(self, x: np.ndarray, out: np.ndarray, method: int = EULER) -> None:
-        self.transpose(x)
+        d = x.shape[1]
+        self.by_rows(lambda lo, hi: (np.copyto(self.xt[:, lo:hi], x[lo:hi].T),
+                                     np.copyto(self.xa[lo:hi, :d], x[lo:hi])))
         tiles = range(len(self.tiles))
         if self.weights_of is not x:  # else a save has just left x's weights in w
             list(self.tile_map(lambda k: self.weights_tile(k, x), tiles))
