@@ -26,8 +26,8 @@ from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, RECORDS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
-from sweep.numerics._jit import jit_fast
-from sweep.numerics.expfast import exp1, exp_inplace, expv_inplace
+from sweep.numerics._jit import jit_fast, jit_fma
+from sweep.numerics.expfast import exp1, exp_inplace, expv_inplace, weight
 from sweep.observables.records import SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS
 from sweep.storage.store import Store
 
@@ -94,6 +94,35 @@ def test_exp_clamps_below_to_a_negligible_weight():
     got = np.array([-750.0, -1e4])
     exp_inplace(got)
     assert np.all((got > 0) & (got < 1e-300))
+
+
+@jit_fma
+def weights_of(g, beta, c, out):
+    """out[j] = weight(g[j], beta, c), as blocked.exp_block calls it."""
+    for j in range(g.shape[0]):
+        out[j] = weight(g[j], beta, c)
+
+
+def test_a_weight_is_exp1_in_float64_and_within_one_float32_ulp_in_float32():
+    """expfast.weight: the bits of exp1(beta (g - c)) for a float64 g; for a float32 g, exp1f
+    of the float32 argument, within one ulp of float32 of the exact exponential of that
+    argument, clamped below to a negligible positive weight, NaN kept (a blow-up)."""
+    rng = np.random.default_rng(4)
+    g = np.concatenate([rng.uniform(-1, 1, 100_000), [1.0, -1.0, 0.0]])
+    got, want = np.empty_like(g), 7.5 * (g - 1.0)
+    weights_of(g, 7.5, 1.0, got)
+    exp_inplace(want)
+    np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+    a = np.concatenate([np.linspace(-86, 88, 400_001), rng.uniform(-20, 0, 100_000),
+                        [0.0, np.log(2)]]).astype(np.float32)
+    got32 = np.empty_like(a)
+    weights_of(a, 1.0, 0.0, got32)
+    exact = np.exp(a.astype(np.float64))
+    assert np.all(np.abs(got32 - exact) <= np.spacing(exact.astype(np.float32)))
+    edge = np.array([-100.0, -1e4, np.nan, 1.0], dtype=np.float32)
+    weights_of(edge, 1.0, 0.0, out := np.empty_like(edge))
+    assert np.all((out[:2] > 0) & (out[:2] < 1e-37)) and np.isnan(out[2])
+    assert out[3] == np.float32(np.e)
 
 
 @pytest.mark.parametrize("path", PATHS)

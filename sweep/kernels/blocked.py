@@ -32,7 +32,7 @@ from sweep.kernels.codes import COLUMN, EULER, LAYER, SAVE_ALL, SAVE_CLOSE, TILE
 from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit_fast, jit_fma
-from sweep.numerics.expfast import exp1
+from sweep.numerics.expfast import exp1, weight
 from sweep.observables.extra import compute
 from sweep.observables.gramobs import link_tile, stats_tile, summarize_forests
 from sweep.observables.groups import groups_scratch, resolve
@@ -64,13 +64,13 @@ def exp_rows(gram, beta, c, z):
 
 @jit_fma
 def exp_block(w, lo, hi, beta, c):
-    """w[lo:hi, lo:] <- exp(beta (w - c)) in place; w: [n, n] (a float32 w is exponentiated in
-    float64 and rounded back). Each row is sliced and then indexed from 0: a loop over
-    range(lo, n) of the whole row ran scalar, several times slower."""
+    """w[lo:hi, lo:] <- exp(beta (w - c)) in place, in w's precision (expfast.weight); w: [n, n].
+    Each row is sliced and then indexed from 0: a loop over range(lo, n) of the whole row ran
+    scalar, several times slower."""
     for i in range(lo, hi):
         row = w[i, lo:]
         for j in range(row.shape[0]):
-            row[j] = exp1(beta * (row[j] - c))
+            row[j] = weight(row[j], beta, c)
 
 
 @jit_fast

@@ -13,7 +13,9 @@ four multiplies: a 23% higher rate in a loop, and the one chain rounds more clos
 `a[j] = exp1(...)` runs 8 doubles per AVX-512 instruction with nothing stored in between (an
 earlier version needed a second pass through an int64 view of a scratch buffer).
 Accuracy: under 1 ulp (mean 0.26 ulp) over [-700, 700], checked against np.exp to 2 ulp in
-tests/test_fast.py.
+tests/test_fast.py. `exp1f` is the same scheme in float32 (under 1 ulp of float32, 16 lanes
+to an AVX-512 vector where exp1 has 8); `weight(g, beta, c)` picks one by g's precision,
+for the blocked path's exponentials of a Gram matrix held in float32.
 
 Compiled without fastmath: the rounding trick (y * log2 e + ROUND) - ROUND is exactly what
 reassociation would delete. Only contraction into fused multiply-adds is allowed: it halves the
@@ -22,9 +24,12 @@ twice. LLVM inlines exp1 into its callers keeping these flags on its own instruc
 stays exact inside the reassociating loops of rows.py and blocked.py.
 """
 
+import math
+
+import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit_fma
@@ -76,6 +81,62 @@ def exp1(a):
     p = p * r + 1.0
     p = p * r + 1.0
     return _real(_bits(p) + (_bits(s) << 52))  # the low 12 bits of s hold k (two's complement)
+
+
+# exp1f: the same scheme in float32 (Cephes' expf): ln 2 split in two (9 bits in the first, so
+# k * LN2_HI_F is exact), exp(r) = 1 + r + r^2 p(r) with p of degree 5; under 1 ulp of float32
+# (tests/test_fast.py). LOW_F keeps 2^k's exponent field positive (exp(-86) ~ 4e-38).
+LOG2E_F, ROUND_F = np.float32(LOG2E), np.float32(12582912.0)  # 1.5 * 2^23, as ROUND
+LN2_HI_F, LN2_LO_F = np.float32(0.693359375), np.float32(-2.12194440e-4)
+P0_F, P1_F, P2_F, P3_F, P4_F, P5_F = map(np.float32, (
+    1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+    5.0000001201e-1))
+LOW_F, HIGH_F, ONE_F = np.float32(-86.0), np.float32(88.0), np.float32(1.0)
+
+
+@intrinsic
+def _scaled_f(typingctx, p, s):
+    """The float32 p times 2^k, k held in the low bits of the float32 s (as exp1's last line)."""
+    if p != types.float32 or s != types.float32:
+        return None
+
+    def codegen(context, builder, sig, args):
+        i32 = ir.IntType(32)
+        bits = [builder.bitcast(a, i32) for a in args]
+        k = builder.shl(bits[1], ir.Constant(i32, 23))
+        return builder.bitcast(builder.add(bits[0], k), ir.FloatType())
+    return types.float32(types.float32, types.float32), codegen
+
+
+@jit_fma
+def exp1f(a):
+    """exp(a) for a float32, in float32 arithmetic (twice exp1's lanes per vector), a clamped
+    to [-86, 88] (callers as exp1's)."""
+    y = min(max(a, LOW_F), HIGH_F)
+    s = y * LOG2E_F + ROUND_F
+    k = s - ROUND_F
+    r = (y - k * LN2_HI_F) - k * LN2_LO_F
+    p = r * P0_F + P1_F
+    p = p * r + P2_F
+    p = p * r + P3_F
+    p = p * r + P4_F
+    p = p * r + P5_F
+    p = p * (r * r) + r + ONE_F
+    return _scaled_f(p, s)
+
+
+def weight(g, beta, c):
+    """exp(beta (g - c)), a softmax weight, in g's precision: exp1 of float64 arithmetic for
+    a float64 g, exp1f of float32 arithmetic (beta and c rounded to float32) for a float32 g
+    (blocked.Symmetric's float32 jobs: their Gram entries carry float32's error already)."""
+    return math.exp(beta * (g - c))
+
+
+@overload(weight, jit_options=dict(fastmath={"contract"}))
+def _weight(g, beta, c):
+    if g == types.float32:
+        return lambda g, beta, c: exp1f(np.float32(beta) * (g - np.float32(c)))
+    return lambda g, beta, c: exp1(beta * (g - c))
 
 
 @jit_fma

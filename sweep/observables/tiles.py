@@ -9,7 +9,7 @@ has a fixed order, so the numbers do not depend on how tiles go to threads.
 import numpy as np
 
 from sweep.numerics._jit import jit_fma
-from sweep.numerics.expfast import exp1
+from sweep.numerics.expfast import weight
 from sweep.observables.gramobs import ROW_SELF, ROW_Z, put_row
 from sweep.observables.summary import union
 
@@ -51,7 +51,7 @@ def stats_upper(w, lo, hi, beta, c, eps, a, rows, cols, diag, parent):
         g, r = w[i, lo:], i - lo
         m = g.shape[0]
         for j in range(m):
-            a[j] = exp1(beta * (g[j] - c))
+            a[j] = weight(g[j], beta, c)
         for j in range(m):  # one accumulator per loop: fewer alias checks, all vectorise
             cz[j] += a[j]
         for j in range(m):
