@@ -26,6 +26,7 @@ from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, RECORDS
 from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.rows import integrate_rows
+from sweep.kernels.sphere import add_scaled, axpy
 from sweep.numerics._jit import jit_fast, jit_fma
 from sweep.numerics.expfast import exp1, exp_inplace, expv_inplace, weight
 from sweep.observables.records import SAVE_CLOSE, SAVE_COUNTS, SAVE_PAIRS
@@ -94,6 +95,16 @@ def test_exp_clamps_below_to_a_negligible_weight():
     got = np.array([-750.0, -1e4])
     exp_inplace(got)
     assert np.all((got > 0) & (got < 1e-300))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_add_scaled_is_axpy_in_place_to_the_bit(dtype):
+    rng = np.random.default_rng(8)
+    x, y = (rng.standard_normal((300, 7)).astype(dtype) for _ in range(2))
+    want, got = np.empty_like(x), x.copy()
+    axpy(want, x, 0.05, y)
+    add_scaled(got, 0.05, y)
+    np.testing.assert_array_equal(got, want)
 
 
 @jit_fma

@@ -29,7 +29,7 @@ import numpy as np
 
 from sweep.kernels import methods
 from sweep.kernels.codes import COLUMN, EULER, LAYER, SAVE_ALL, SAVE_CLOSE, TILE
-from sweep.kernels.sphere import axpy, normalize_rows, rk4_combine
+from sweep.kernels.sphere import add_scaled, axpy, normalize_rows, rk4_combine
 from sweep.kernels.timeloop import implement, run
 from sweep.numerics._jit import jit_fast, jit_fma
 from sweep.numerics.expfast import exp1, weight
@@ -269,7 +269,7 @@ class Symmetric(Blocked):
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
         np.matmul(right, self.xa[lo:], out=v)
         if lo > 0:
-            axpy(v, v, 1.0, np.matmul(above.T, self.xa[:lo], out=self.u[lo:hi]))  # += W^T x
+            np.add(v, np.matmul(above.T, self.xa[:lo], out=self.u[lo:hi]), out=v)  # += W^T x
         self.z[lo:hi] = v[:, -1]
         finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, x.shape[0], method,
                         out[lo:hi])
@@ -356,7 +356,10 @@ class System:
 
     def shift(self, out: np.ndarray, x: np.ndarray, frac: float, k: np.ndarray) -> None:
         a = frac * self.dt
-        self.work.by_rows(lambda lo, hi: axpy(out[lo:hi], x[lo:hi], a, k[lo:hi]))
+        if out is x:
+            self.work.by_rows(lambda lo, hi: add_scaled(x[lo:hi], a, k[lo:hi]))
+        else:
+            self.work.by_rows(lambda lo, hi: axpy(out[lo:hi], x[lo:hi], a, k[lo:hi]))
 
     def rk4_combine(self, x, k1, k2, k3, k4) -> None:
         self.work.by_rows(lambda lo, hi: rk4_combine(x[lo:hi], self.dt, k1[lo:hi], k2[lo:hi],

@@ -41,6 +41,16 @@ def axpy(out, x, a, y):
 
 
 @jit
+def add_scaled(x, a, y):
+    """x = x + a y in place: axpy(x, x, a, y) to the bit, in a loop LLVM vectorises (axpy's
+    run-time check that its output and input do not overlap fails when they are one array,
+    and it runs scalar: 4x slower on a [2048, 128] float32 state)."""
+    for i in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            x[i, k] = x[i, k] + a * y[i, k]
+
+
+@jit
 def rk4_combine(x, dt, k1, k2, k3, k4):
     """x += (dt / 6) (k1 + 2 k2 + 2 k3 + k4): classical RK4's step from its four stages.
 
