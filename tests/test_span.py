@@ -12,7 +12,7 @@ from sweep.kernels.general.drive import integrate
 from sweep.kernels.general.model import dynamics
 from sweep.kernels.lanes import integrate_lanes
 from sweep.kernels.rows import integrate_rows
-from sweep.observables.span import span_dimension
+from sweep.observables.span import second_moment, span_dimension
 
 RTOL, = next(r for r in RECORDS if r.name == "span_dimension").parameters
 
@@ -126,3 +126,17 @@ def test_sweep_run_records_it(tmp_path):
         got = ds.span_dimension.sel(d=job.model.d, seed=job.seed, beta=1.0)
         assert got.isel(time=0) == numpy_rank(initial_state(job)) == 2
         assert ((got >= 1) & (got <= job.model.d)).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n,d", [(3, 2), (8, 8), (13, 5), (130, 64)])
+def test_second_moment_sums_the_rows_in_order(n, d, dtype):
+    """x^T x four rows a pass, each entry's sum still taken row by row: the bits of adding
+    the rows' outer products one after another (in float64)."""
+    x = np.random.default_rng(n + d).standard_normal((n, d)).astype(dtype)
+    want = np.zeros((d, d))
+    for row in x:
+        want += np.outer(row.astype(np.float64), row)
+    got = np.empty((d, d))
+    second_moment(x, got)
+    np.testing.assert_array_equal(got, want)
