@@ -236,11 +236,17 @@ class Symmetric(Blocked):
         self._common(x, beta, softmax, pool, threads)
         n, tiles = x.shape[0], len(self.tiles)
         self.w = np.empty((n, n), dtype=x.dtype)
-        # x with a column of ones, so each product also gives its rows' sums of weights
+        # x with a column of ones, so each product also gives its rows' sums of weights, and
+        # its transpose (whose first d rows are the Gram products' x^T)
         d = x.shape[1]
         self.xa = np.ones((n, d + 1), dtype=x.dtype)
+        self.xta = np.ones((d + 1, n), dtype=x.dtype)
+        self.xt = self.xta[:d]
         self.v = np.empty_like(self.xa)  # the products with the blocks on and right of the diagonal
-        self.u = np.empty_like(self.xa)  # ... and with those above it
+        # ... and with those above it, transposed where W is the right operand (product_tile)
+        self.w_right = x.dtype == np.float64
+        self.u = [np.empty((d + 1, hi - lo) if self.w_right else (hi - lo, d + 1), x.dtype)
+                  for lo, hi in self.tiles]
         # a save's statistics, per tile (tiles.stats_upper): any thread may take any tile
         self.a = np.empty((tiles, n))
         self.cols, self.diag = np.empty((tiles, 4, n)), np.empty(n)
@@ -264,12 +270,17 @@ class Symmetric(Blocked):
     def product_tile(self, k: int, x: np.ndarray, out: np.ndarray, method: int) -> None:
         """[v | z] for tile k's rows: [x | 1] times the blocks on and right of the diagonal,
         plus the transposes of those above it (z, the rows' sums of weights, comes out of the
-        same products as v)."""
+        same products as v). In float64 the latter as ([x | 1]^T W[:lo, I])^T: OpenBLAS runs
+        W as the right operand at 66 GFLOP/s on one thread, transposed on the left at 48; in
+        float32 it runs both alike, and the step was slower so (benchmarks/HISTORY.md)."""
         lo, hi = self.tiles[k]
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
         np.matmul(right, self.xa[lo:], out=v)
         if lo > 0:
-            np.add(v, np.matmul(above.T, self.xa[:lo], out=self.u[lo:hi]), out=v)  # += W^T x
+            if self.w_right:
+                np.add(v, np.matmul(self.xta[:, :lo], above, out=self.u[k]).T, out=v)
+            else:
+                np.add(v, np.matmul(above.T, self.xa[:lo], out=self.u[k]), out=v)
         self.z[lo:hi] = v[:, -1]
         finish_velocity(x[lo:hi], v, self.z[lo:hi], self.softmax, x.shape[0], method,
                         out[lo:hi])
