@@ -272,7 +272,8 @@ class Symmetric(Blocked):
         plus the transposes of those above it (z, the rows' sums of weights, comes out of the
         same products as v). In float64 the latter as ([x | 1]^T W[:lo, I])^T: OpenBLAS runs
         W as the right operand at 66 GFLOP/s on one thread, transposed on the left at 48; in
-        float32 it runs both alike, and the step was slower so (benchmarks/HISTORY.md)."""
+        float32 the two run alike, and the step was slower with the former
+        (benchmarks/HISTORY.md)."""
         lo, hi = self.tiles[k]
         v, right, above = self.v[lo:hi], self.w[lo:hi, lo:], self.w[:lo, lo:hi]
         np.matmul(right, self.xa[lo:], out=v)
