@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -43,6 +42,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
 from jax_peer import MISSING, euler_steps_or_none  # noqa: E402
+from machine import cores, identity  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
 from sweep.execution.states import uniform  # noqa: E402
@@ -66,13 +66,6 @@ SHAPES = [  # n, d, systems, dtype, kernel rows to time
     (2048, 128, 1, "float32", ("blocked", "symmetric", "blocked-mt")),
 ]
 JAX_SHAPES = {(32, 3, 256), (2048, 128, 1)}  # where the JAX peer is timed too
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def timed(fn, repeats: int, pick=statistics.median) -> float:
@@ -218,11 +211,7 @@ def shape_rows(n, d, systems, dtype, kinds, ceil, threads, target_s, repeats) ->
 
 
 def machine() -> dict:
-    model = next((line.split(":", 1)[1].strip() for line in
-                  Path("/proc/cpuinfo").read_text().splitlines() if "model name" in line), "?")
-    return {"platform": platform.platform(), "cpu": model, "cores": cores(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "numba": numba.__version__, "numba_threads": numba.get_num_threads()}
+    return {**identity(), "numba": numba.__version__, "numba_threads": numba.get_num_threads()}
 
 
 def print_table(rows: list[dict], ceil: dict) -> None:

@@ -40,6 +40,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jax_targets  # noqa: E402
+import machine  # noqa: E402
 import reference_code  # noqa: E402
 import workload  # noqa: E402
 from cli_sweep import SWEEP, WARM, fresh, kernel_share, process  # noqa: E402
@@ -144,7 +145,8 @@ def main(quick: bool = False) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         result = {"when": datetime.datetime.now(datetime.timezone.utc).isoformat("T", "seconds"),
-                  "cores": os.cpu_count(), "load_before": os.getloadavg()[0],
+                  "cores": os.cpu_count(), "machine": machine.identity(),
+                  "load_before": os.getloadavg()[0],
                   "bytecode_cache": "PYTHONDONTWRITEBYTECODE" not in WARM,
                   "cold_compile": cold_compile(tmp),
                   "reference": reference(tmp, 90 // scale)}

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import machine  # benchmarks/ (the folder of this script, or put on sys.path by its importer)
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "performance.md"
 BEGIN, END = "<!-- targets -->", "<!-- /targets -->"
@@ -243,7 +245,8 @@ def outside(small: dict) -> float:
 
 
 def table(r: dict, source: str) -> str:
-    lines = [f"From `{source}` ({r['when']}, {r['cores']} cores, load average "
+    on = f" on {machine.label(r['machine'])}" if "machine" in r else ""
+    lines = [f"From `{source}` ({r['when']}, {r['cores']} cores{on}, load average "
              f"{r['load_before']:.1f} before and {r['load_after']:.1f} after"
              f"{'; Python bytecode cached' if r.get('bytecode_cache') else ''}"
              f"{'; --quick: a tenth of each size' if r['quick'] else ''}):", "",

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import machine  # noqa: E402
 import targets_table  # noqa: E402
 
 
@@ -175,3 +176,33 @@ def test_the_peer_runs_alternate_and_each_side_reports_its_median_run():
     assert (got["sweep"]["wall_s"], got["jax"]["wall_s"]) == (4.0, 11.0)
     assert got["sweep"]["walls_s"] == [5.0, 3.0, 4.0]
     assert jax_targets.median_run([{"wall_s": 2.0}, {"wall_s": 1.0}])["wall_s"] == 1.0
+
+
+CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: AMD EPYC
+flags\t\t: fpu sse2 avx2 fma avx512f avx512dq
+
+processor\t: 1
+cpu family\t: 26
+model name\t: another
+flags\t\t: fpu
+"""
+
+
+def test_the_table_names_the_machine_its_json_records():
+    """A targets JSON records its machine (benchmarks/machine.py: the first processor of
+    /proc/cpuinfo, its ISA, the BLAS), and the table's first line names it; an older JSON
+    without it names none."""
+    assert machine.cpuinfo(CPUINFO) == {"cpu": "AMD EPYC", "cpu_family": "25",
+                                        "cpu_model": "17", "isa": ["avx2", "fma", "avx512f"]}
+    r = newest()
+    r["machine"] = {**machine.cpuinfo(CPUINFO), "blas": {
+        "internal_api": "openblas", "version": "0.3.31", "architecture": "SkylakeX"}}
+    first = targets_table.table(r, "t.json").splitlines()[0]
+    assert (", 2 cores on AMD EPYC (family 25, model 17; avx2 fma avx512f), OpenBLAS 0.3.31 "
+            "(SkylakeX kernels), load average") in first
+    r.pop("machine")
+    assert " on " not in targets_table.table(r, "t.json").splitlines()[0]
