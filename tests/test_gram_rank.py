@@ -124,24 +124,49 @@ def test_quick_forest_joins_what_the_close_pairs_join(x):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("d", [1, 2, 3, 64])
+def test_rows_left_at_their_first_terms_change_no_component(d, dtype):
+    """quick_forest and n_points leave unmeasured a row whose first terms are all past its
+    reach, and quick_forest each pair past the row's reach (the largest over the row's j,
+    from the largest norm): on states where some rows are left and some not, of unequal
+    norms, their components are those of every pair measured."""
+    from sweep.observables.gramrank import close_forest, quick_forest
+    from sweep.observables.points import n_points
+    from sweep.observables.summary import find
+
+    rng = np.random.default_rng(d)
+    alone = ref.normalize(rng.standard_normal((150, d)))
+    centres = ref.normalize(rng.standard_normal((5, d)))
+    tight = centres[rng.integers(0, 5, 100)] + 1e-7 * rng.standard_normal((100, d))
+    x = (np.vstack([alone, tight])[rng.permutation(250)]
+         * rng.uniform(0.9, 1.1, (250, 1))).astype(dtype)
+    parent, _ = close_forest(x, THRESHOLD)
+    n2 = (x.astype(np.float64) ** 2).sum(axis=1)
+    assert list(quick_forest(x, THRESHOLD, n2)) == [find(parent, i) for i in range(len(x))]
+    assert n_points(x, 1e-3) == ref.points_count(x.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_head_squares_are_the_partial_sums_a_distance_starts_with(dtype):
     """points.head_squares gives, bit for bit, the sum of a distance's first terms as
-    near() and quick_forest's squares() add them in order; where it passes a reach, the whole
-    sum does too (the pair is skipped with the answer the whole sum would give)."""
-    from sweep.observables.points import head_squares, near
+    near() and quick_forest's squares() add them in order, and counts those within its reach;
+    where one passes a reach, the whole sum does too (the pair is skipped with the answer the
+    whole sum would give)."""
+    from sweep.observables.points import head_squares, heads, near
 
     rng = np.random.default_rng(5)
     for d in (1, 2, 3, 16):
         x = rng.standard_normal((40, d)).astype(dtype)
         x[7] = x[3]  # a pair at distance 0
-        out = np.full(len(x), np.nan)
+        out, h = np.full(len(x), np.nan), heads(x)
         for i in range(len(x)):
-            head_squares(x, i, out)
+            within = head_squares(h, i, out, 1.0)
             e = x[i + 1:, :2].astype(np.float64) - x[i, :2]
             expect = e[:, 0] * e[:, 0]
             if d > 1:
                 expect = expect + e[:, 1] * e[:, 1]
             assert out[i + 1:].tobytes() == expect.tobytes()
+            assert within == (expect <= 1.0).sum()
             for j in range(i + 1, len(x)):
                 for reach in (out[j] / 2, out[j], 2 * out[j] + 1e-12):
                     if out[j] > reach:  # skipped: the whole sum says no as well

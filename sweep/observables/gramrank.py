@@ -30,7 +30,7 @@ cosine.
 import numpy as np
 
 from sweep.numerics._jit import jit, jit_inline
-from sweep.observables.points import head_squares
+from sweep.observables.points import head_squares, heads
 from sweep.observables.span import count_below, largest, tridiagonalize
 from sweep.observables.summary import find, union
 
@@ -129,10 +129,20 @@ def quick_forest(x, threshold, n2):
     at most n - 1 joins, so telling whether a pair is joined is one comparison, not two
     finds (gram_rank 4.0 -> 3.3 us at (32, 3) in four tight clusters)."""
     n = x.shape[0]
-    parent, apart = np.arange(n), np.empty(n)
+    parent, apart, h, top = np.arange(n), np.empty(n), heads(x), -np.inf
     for i in range(n):
-        head_squares(x, i, apart)  # a distance's first terms, for every j at once
+        top = max(top, n2[i])
+    for i in range(n):
+        # a distance's first terms, for every j at once. Each j's reach is at most the row's
+        # (n2_j <= top, and the sums round alike): a row none of whose terms is within the
+        # row's reach has no pair to measure, and in the others a pair past it is left
+        # before its parents are looked at
+        row = n2[i] + top - 2.0 * threshold + MARGIN
+        if head_squares(h, i, apart, row) == 0:
+            continue
         for j in range(i + 1, n):
+            if apart[j] > row:
+                continue
             a, b = parent[i], parent[j]
             if a == b:
                 continue

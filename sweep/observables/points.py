@@ -34,23 +34,42 @@ def near(x, i, j, reach):
 
 
 @jit
-def head_squares(x, i, out):
-    """out[j] = the first two terms of |x_i - x_j|^2 for every j > i (one where d is 1),
-    summed in order as near() and its like sum the whole: the same partial sums, bit for bit,
-    in a loop over j without a branch. The terms only add, so out[j] > reach means
-    near(x, i, j, reach) leaves within these terms and answers False: such a pair needs no
-    more."""
-    later, first = out[i + 1:], x[i + 1:, 0]  # indexed from 0: a loop from i + 1 ran scalar
-    a = np.float64(x[i, 0])
-    if x.shape[1] == 1:
+def heads(x):
+    """[min(d, 2), n] float64: the first two coordinates of every token, each a contiguous
+    row, for head_squares (a column of x is strided by d: at d = 128 each of its entries
+    is a cache line of its own)."""
+    n, m = x.shape[0], min(x.shape[1], 2)
+    out = np.empty((m, n))
+    for i in range(n):
+        for k in range(m):
+            out[k, i] = x[i, k]
+    return out
+
+
+@jit
+def head_squares(h, i, out, reach):
+    """out[j] = the first two terms of |x_i - x_j|^2 for every j > i (one where d is 1), from
+    h = heads(x), summed in order as near() and its like sum the whole: the same partial sums,
+    bit for bit, in a loop over j without a branch. Returns how many of them are at most
+    reach. The terms only add, so out[j] > reach means near(x, i, j, reach) leaves within
+    these terms and answers False: such a pair needs no more, and a row where none is within
+    reach needs no more at all (a count, which vectorises, instead of a scan of the row)."""
+    later, first, a = out[i + 1:], h[0, i + 1:], h[0, i]  # indexed from 0: a loop from
+    hits = 0                                                # i + 1 ran scalar
+    if h.shape[0] == 1:
         for j in range(later.shape[0]):
             e = a - first[j]
-            later[j] = e * e
-        return
-    b, second = np.float64(x[i, 1]), x[i + 1:, 1]
+            s = e * e
+            later[j] = s
+            hits += s <= reach
+        return hits
+    b, second = h[1, i], h[1, i + 1:]
     for j in range(later.shape[0]):
         e, f = a - first[j], b - second[j]
-        later[j] = e * e + f * f
+        s = e * e + f * f
+        later[j] = s
+        hits += s <= reach
+    return hits
 
 
 @jit
@@ -64,9 +83,10 @@ def n_points(x, rtol):
             r2 += np.float64(x[i, k]) * x[i, k]
         top = max(top, r2)
     reach = rtol * rtol * top
-    parent, apart = np.arange(n), np.empty(n)
+    parent, apart, h = np.arange(n), np.empty(n), heads(x)
     for i in range(n):
-        head_squares(x, i, apart)
+        if head_squares(h, i, apart, reach) == 0:
+            continue  # every later token of the row out of reach
         for j in range(i + 1, n):
             if apart[j] <= reach and find(parent, i) != find(parent, j) \
                     and near(x, i, j, reach):
