@@ -131,8 +131,9 @@ def test_sweep_run_records_it(tmp_path):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("n,d", [(3, 2), (8, 8), (13, 5), (130, 64)])
 def test_second_moment_sums_the_rows_in_order(n, d, dtype):
-    """x^T x four rows a pass, each entry's sum still taken row by row: the bits of adding
-    the rows' outer products one after another (in float64)."""
+    """x^T x eight rows a pass, each entry's sum still taken row by row: the bits of adding
+    the rows' outer products one after another (in float64); symmetric to the bit, as
+    tridiagonalize's reflections take it to be."""
     x = np.random.default_rng(n + d).standard_normal((n, d)).astype(dtype)
     want = np.zeros((d, d))
     for row in x:
@@ -140,3 +141,20 @@ def test_second_moment_sums_the_rows_in_order(n, d, dtype):
     got = np.empty((d, d))
     second_moment(x, got)
     np.testing.assert_array_equal(got, want)
+    assert got.tobytes() == got.T.copy().tobytes()
+
+
+@pytest.mark.parametrize("m", [3, 9, 64])
+def test_a_reflection_keeps_a_symmetric_matrix_symmetric_to_the_bit(m):
+    """reflect forms a v from a's rows j (a[j, i] for a[i, j]): the same sums as from its
+    rows i only if a is symmetric to the bit, which second_moment gives and each reflection
+    keeps (the same two products added either way round)."""
+    from sweep.observables.span import reflect
+
+    rng = np.random.default_rng(m)
+    b = rng.standard_normal((m, m))
+    a = b + b.T
+    v, p = rng.standard_normal(m), np.empty(m)
+    for lo in range(1, m - 1):
+        reflect(a, lo, v, p, 2.0 / (v[lo:] @ v[lo:]))
+        assert a.tobytes() == a.T.copy().tobytes()

@@ -35,15 +35,20 @@ def second_moment(x, a):
     if d <= n:
         a[:] = 0.0
         i = 0
-        while i + 4 <= n:  # four rows a pass over a (in L2 at d = 128), each sum in row order
+        while i + 8 <= n:  # eight rows a pass over a (in L2 at d = 128), each sum in row order
             r0, r1, r2, r3 = x[i], x[i + 1], x[i + 2], x[i + 3]
+            r4, r5, r6, r7 = x[i + 4], x[i + 5], x[i + 6], x[i + 7]
             for k in range(d):
                 x0, x1 = np.float64(r0[k]), np.float64(r1[k])
                 x2, x3 = np.float64(r2[k]), np.float64(r3[k])
+                x4, x5 = np.float64(r4[k]), np.float64(r5[k])
+                x6, x7 = np.float64(r6[k]), np.float64(r7[k])
                 ak = a[k]
                 for q in range(d):
-                    ak[q] = (((ak[q] + x0 * r0[q]) + x1 * r1[q]) + x2 * r2[q]) + x3 * r3[q]
-            i += 4
+                    ak[q] = (((((((ak[q] + x0 * r0[q]) + x1 * r1[q]) + x2 * r2[q])
+                                + x3 * r3[q]) + x4 * r4[q]) + x5 * r5[q]) + x6 * r6[q]) \
+                        + x7 * r7[q]
+            i += 8
         for r in range(i, n):
             for k in range(d):
                 xk = np.float64(x[r, k])
@@ -91,12 +96,15 @@ def tridiagonalize(a, diag, off):
 def reflect(a, lo, v, p, tau):
     """a[lo:, lo:] <- H a[lo:, lo:] H, H = I - tau v v^T (v: entries lo..m-1)."""
     m = a.shape[0]
+    pl = p[lo:]  # p = a v by rows of a (a is symmetric, to the bit: a[j, i] is a[i, j]), so
+    pl[:] = 0.0  # that each p[i] sums over j in order and the loop over i vectorises
+    for j in range(lo, m):
+        vj, row = v[j], a[j, lo:]
+        for i in range(pl.shape[0]):
+            pl[i] += row[i] * vj
     vp = 0.0
     for i in range(lo, m):
-        s = 0.0
-        for j in range(lo, m):
-            s += a[i, j] * v[j]
-        p[i] = tau * s
+        p[i] = tau * p[i]
         vp += v[i] * p[i]
     half = 0.5 * tau * vp
     for i in range(lo, m):
