@@ -206,3 +206,30 @@ def test_the_table_names_the_machine_its_json_records():
             "(SkylakeX kernels), load average") in first
     r.pop("machine")
     assert " on " not in targets_table.table(r, "t.json").splitlines()[0]
+
+
+def test_a_share_above_one_says_the_ceiling_read_low():
+    r = newest()
+    r["lanes_small"]["rows"] = [dict(row, vs_ceiling=1.17) if row["impl"] == "lanes" else row
+                                for row in r["lanes_small"]["rows"]]
+    shown = [v for m, _, v in targets_table.rows(r) if m.startswith("(32, 3) x 256")]
+    assert shown[0].endswith("1.17 (above 1: the ceiling read low in this run)")
+    r["lanes_small"]["rows"] = [dict(row, vs_ceiling=0.69) for row in r["lanes_small"]["rows"]]
+    assert [v for m, _, v in targets_table.rows(r) if m.startswith("(32, 3) x 256")][0] \
+        .endswith(", 0.69")
+
+
+def test_the_shares_are_taken_against_the_best_of_two_ceilings():
+    """targets.ceilings_again: a ceiling measured low once (the other core busy) is replaced
+    by the higher of its two readings, and every row's share is taken against that."""
+    import targets
+
+    low = {"gemm_1t_gflops_float64": 49.0, "gemm_all_gflops_float64": 88.0,
+           "gemm_1t_gflops_float32": 90.0, "gemm_all_gflops_float32": 160.0,
+           "exp_per_s": 1.9e9}
+    high = dict(low, exp_per_s=2.9e9, gemm_all_gflops_float64=80.0)
+    best = targets.best_ceilings(low, high)
+    assert best["exp_per_s"] == 2.9e9 and best["gemm_all_gflops_float64"] == 88.0
+    row = {"n": 32, "d": 3, "dtype": "float64", "steps_per_s": 2.18e6, "vs_ceiling": 1.17}
+    targets.against([row], best, 2)
+    assert row["vs_ceiling"] == 2.18e6 / (2.9e9 / 32**2)  # the exp binds at (32, 3)
