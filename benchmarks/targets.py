@@ -100,8 +100,8 @@ def large(quick: bool) -> dict:
 
 def best_ceilings(*measured: dict) -> dict:
     """Each ceiling's best over several measurements: a ceiling is the best the machine does,
-    and one measured while something else ran on a core reads low (a share above 1, once:
-    the exp rate at 0.63 of the run's others)."""
+    and one measured while something else held a core reads low (a share above 1 then:
+    benchmarks/HISTORY.md, "Saves at (2048, 128)")."""
     return {key: max(m[key] for m in measured) for key in measured[0]}
 
 

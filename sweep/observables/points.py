@@ -54,8 +54,8 @@ def head_squares(h, i, out, reach):
     reach. The terms only add, so out[j] > reach means near(x, i, j, reach) leaves within
     these terms and answers False: such a pair needs no more, and a row where none is within
     reach needs no more at all (a count, which vectorises, instead of a scan of the row)."""
-    later, first, a = out[i + 1:], h[0, i + 1:], h[0, i]  # indexed from 0: a loop from
-    hits = 0                                                # i + 1 ran scalar
+    # sliced at i + 1 and indexed from 0: a loop from i + 1 ran scalar
+    later, first, a, hits = out[i + 1:], h[0, i + 1:], h[0, i], 0
     if h.shape[0] == 1:
         for j in range(later.shape[0]):
             e = a - first[j]
