@@ -7,7 +7,6 @@ rates in other proportions, and moved the targets' ratios both ways (benchmarks/
 
 from __future__ import annotations
 
-import os
 import platform
 from pathlib import Path
 
@@ -44,16 +43,12 @@ def blas() -> dict:
     return {key: info.get(key, "?") for key in ("internal_api", "version", "architecture")}
 
 
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def identity() -> dict:
-    return {**cpuinfo(), "cores": cores(), "blas": blas(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__}
+    from sweep.execution.resources import available_cpus  # the CPUs a run counts
+
+    return {**cpuinfo(), "cores": available_cpus(), "blas": blas(),
+            "platform": platform.platform(), "python": platform.python_version(),
+            "numpy": np.__version__}
 
 
 def label(m: dict) -> str:

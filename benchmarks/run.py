@@ -42,9 +42,10 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cli_sweep import LONG, describe, kernel_share, start_up_times  # noqa: E402
 from jax_peer import MISSING, euler_steps_or_none  # noqa: E402
-from machine import cores, identity  # noqa: E402
+from machine import identity  # noqa: E402
 from reference_step import numpy_steps, torch_steps_or_none  # noqa: E402
 
+from sweep.execution.resources import available_cpus  # noqa: E402
 from sweep.execution.states import uniform  # noqa: E402
 from sweep.kernels.blocked import integrate_blocked  # noqa: E402
 from sweep.kernels.codes import METHOD_CODES, OBSERVABLES, SAVE_ALL, SAVE_CLOSE  # noqa: E402
@@ -187,6 +188,13 @@ def ceiling_rate(n: int, d: int, dtype: str, ceil: dict, threads: int) -> float:
     return min(gemm * 1e9 / (4 * n * n * d), ceil["exp_per_s"] / (n * n))
 
 
+def against(rows: list[dict], ceil: dict, threads: int) -> None:
+    """Each row's share of the ceiling `ceil` (ceiling_rate at its shape), in place."""
+    for row in rows:
+        top = ceiling_rate(row["n"], row["d"], row["dtype"], ceil, threads)
+        row.update(vs_ceiling=row["steps_per_s"] / top, ceiling_steps_per_s=top)
+
+
 def shape_rows(n, d, systems, dtype, kinds, ceil, threads, target_s, repeats) -> list[dict]:
     rng = np.random.default_rng(0)
     xs = np.stack([uniform(n, d, rng) for _ in range(systems)]).astype(dtype)
@@ -200,10 +208,10 @@ def shape_rows(n, d, systems, dtype, kinds, ceil, threads, target_s, repeats) ->
         makers["jax"] = lambda s: lambda: jax_fn(xs, BETA, DT, s)
     makers.update({k: kernel_maker(k, xs, threads) for k in kinds})
     rates = {k: calibrated_rate(m, systems, target_s, repeats) for k, m in makers.items()}
-    top = ceiling_rate(n, d, dtype, ceil, threads)
     rows = [{"n": n, "d": d, "systems": systems, "dtype": dtype, "impl": k,
-             "steps_per_s": r, "gflops": r * flop / 1e9, "vs_numpy": r / rates["numpy"],
-             "vs_ceiling": r / top, "ceiling_steps_per_s": top} for k, r in rates.items()]
+             "steps_per_s": r, "gflops": r * flop / 1e9, "vs_numpy": r / rates["numpy"]}
+            for k, r in rates.items()]
+    against(rows, ceil, threads)
     for row in rows:
         if row["impl"] == "jax":
             row["compile_s"] = jax_fn.compile_s  # of the timed step count
@@ -228,7 +236,7 @@ def print_table(rows: list[dict], ceil: dict) -> None:
 
 
 def main(quick: bool = False) -> Path:
-    threads, repeats, target = cores(), 3 if quick else 5, 0.15 if quick else 0.4
+    threads, repeats, target = available_cpus(), 3 if quick else 5, 0.15 if quick else 0.4
     load_before = os.getloadavg()
     ceil = ceilings(threads, repeats)
     rows = []

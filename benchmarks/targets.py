@@ -90,7 +90,7 @@ def large(quick: bool) -> dict:
     (benchmarks/run.py), steady state."""
     import run  # imports the kernels: only once the sweep has run
 
-    threads, repeats = run.cores(), 3
+    threads, repeats = run.available_cpus(), 3
     ceil = run.ceilings(threads, repeats)
     rows = [row for dtype in ("float64", "float32")
             for row in run.shape_rows(2048, 128, 1, dtype, ("symmetric", "symmetric-close"),
@@ -105,26 +105,17 @@ def best_ceilings(*measured: dict) -> dict:
     return {key: max(m[key] for m in measured) for key in measured[0]}
 
 
-def against(rows: list[dict], ceil: dict, threads: int) -> None:
-    """Each row's share of the ceiling `ceil`, in place (run.shape_rows's keys)."""
-    import run
-
-    for row in rows:
-        top = run.ceiling_rate(row["n"], row["d"], row["dtype"], ceil, threads)
-        row.update(vs_ceiling=row["steps_per_s"] / top, ceiling_steps_per_s=top)
-
-
 def ceilings_again(result: dict) -> None:
     """The ceilings measured once more after every row, the best of the two kept and the
     rows' shares taken against it (both measurements kept beside)."""
     import run
 
-    first, threads = result["large"]["ceilings"], run.cores()
+    first, threads = result["large"]["ceilings"], run.available_cpus()
     again = run.ceilings(threads, 3)
     best = best_ceilings(first, again)
     result["large"] |= {"ceilings": best, "ceilings_measured": [first, again]}
     for rows in (result["large"]["rows"], result["lanes_small"]["rows"]):
-        against(rows, best, threads)
+        run.against(rows, best, threads)
 
 
 def lanes_small(quick: bool, ceil: dict) -> dict:
@@ -133,7 +124,7 @@ def lanes_small(quick: bool, ceil: dict) -> dict:
     (benchmarks/run.py's rows for that shape, steady state)."""
     import run
 
-    threads = run.cores()
+    threads = run.available_cpus()
     return {"rows": run.shape_rows(32, 3, 256, "float64", ("lanes",), ceil, threads,
                                    0.15 if quick else 0.4, 3)}
 
