@@ -3,6 +3,7 @@ process, how its cache is copied in without replacing a file, and a child that f
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -36,19 +37,29 @@ def write(path, data: bytes):
     path.write_bytes(data)
 
 
+def index(stem: str, *numbers: int) -> bytes:
+    """A cache index in Numba's format (a pickled version, then a pickled source stamp and
+    {overload key: data file}) naming the data files stem.k.nbc."""
+    overloads = {(f"signature {k}", "cpu"): f"{stem}.{k}.nbc" for k in numbers}
+    return pickle.dumps("0.0") + pickle.dumps(((0.0, 0), overloads))
+
+
+SPAN = index("span.s-1.py311", 1)
+
+
 def test_adopt_copies_what_the_cache_lacks_and_replaces_nothing(tmp_path):
     src, dst = tmp_path / "child", tmp_path / "cache"
-    write(src / "kernels_1" / "rows.f-3.py311.nbi", b"index f")
+    write(src / "kernels_1" / "rows.f-3.py311.nbi", f := index("rows.f-3.py311", 1, 2))
     write(src / "kernels_1" / "rows.f-3.py311.1.nbc", b"data f 1")
     write(src / "kernels_1" / "rows.f-3.py311.2.nbc", b"data f 2")
     write(src / "kernels_1" / "rows.f-30.py311.1.nbc", b"another function's")  # not f's
-    write(src / "observables_2" / "g.g-9.py311.nbi", b"index g, the child's")
+    write(src / "observables_2" / "g.g-9.py311.nbi", index("g.g-9.py311", 1))
     write(src / "observables_2" / "g.g-9.py311.1.nbc", b"data g, the child's")
     write(dst / "observables_2" / "g.g-9.py311.nbi", b"index g")
     copied = compiling.adopt(src, dst)
     assert copied == [dst / "kernels_1" / "rows.f-3.py311.nbi"]
     got = {str(p.relative_to(dst)): p.read_bytes() for p in dst.rglob("*") if p.is_file()}
-    assert got == {"kernels_1/rows.f-3.py311.nbi": b"index f",
+    assert got == {"kernels_1/rows.f-3.py311.nbi": f,
                    "kernels_1/rows.f-3.py311.1.nbc": b"data f 1",
                    "kernels_1/rows.f-3.py311.2.nbc": b"data f 2",
                    "observables_2/g.g-9.py311.nbi": b"index g"}  # the cache's own, kept
@@ -165,27 +176,48 @@ def test_a_body_that_raises_stops_the_children(tmp_path, monkeypatch):
 
 def test_sharing_copies_what_the_others_cached_since_it_began_and_replaces_nothing(tmp_path):
     src, dst = tmp_path / "child", tmp_path / "cache"
-    write(src / "kernels_1" / "old.f-1.py311.nbi", b"index, cached before")
+    write(src / "kernels_1" / "old.f-1.py311.nbi", index("old.f-1.py311", 1))
     write(src / "kernels_1" / "old.f-1.py311.1.nbc", b"data")
     since = time.time()
     os.utime(src / "kernels_1" / "old.f-1.py311.nbi", (since - 60, since - 60))
-    write(src / "kernels_1" / "new.f-2.py311.nbi", b"index f")
+    write(src / "kernels_1" / "new.f-2.py311.nbi", f := index("new.f-2.py311", 1))
     write(src / "kernels_1" / "new.f-2.py311.1.nbc", b"data f")
-    write(src / "observables_2" / "g.g-9.py311.nbi", b"index g, the child's")
+    write(src / "observables_2" / "g.g-9.py311.nbi", index("g.g-9.py311"))
     write(dst / "observables_2" / "g.g-9.py311.nbi", b"index g")
     sharing = compiling.Sharing([src], dst, since)
     sharing.pull()
     got = {str(p.relative_to(dst)): p.read_bytes() for p in dst.rglob("*") if p.is_file()}
-    assert got == {"kernels_1/new.f-2.py311.nbi": b"index f",
+    assert got == {"kernels_1/new.f-2.py311.nbi": f,
                    "kernels_1/new.f-2.py311.1.nbc": b"data f",
                    "observables_2/g.g-9.py311.nbi": b"index g"}
     # what a source caches later is copied at the next look
     write(src / "kernels_1" / "later.h-4.py311.1.nbc", b"data h")
-    write(src / "kernels_1" / "later.h-4.py311.nbi", b"index h")
+    write(src / "kernels_1" / "later.h-4.py311.nbi", h := index("later.h-4.py311", 1))
     sharing.pull()
-    assert (dst / "kernels_1" / "later.h-4.py311.nbi").read_bytes() == b"index h"
+    assert (dst / "kernels_1" / "later.h-4.py311.nbi").read_bytes() == h
     assert (dst / "kernels_1" / "later.h-4.py311.1.nbc").read_bytes() == b"data h"
     assert not list(dst.rglob("*.part"))
+
+
+def test_an_index_whose_data_is_not_yet_written_is_copied_once_it_is(tmp_path):
+    """Numba writes a new function's index, then its data: an index read in between is not
+    copied (it would name a file the cache lacks, which then compiles again), and it is
+    copied, with its data, at a later look."""
+    src, dst = tmp_path / "child", tmp_path / "cache"
+    sharing = compiling.Sharing([src], dst)
+    write(src / "kernels_1" / "f.f-2.py311.nbi", f := index("f.f-2.py311", 1, 2))
+    write(src / "kernels_1" / "f.f-2.py311.1.nbc", b"data 1")
+    sharing.pull(force=True)
+    assert not dst.exists()
+    assert not compiling.adopt(src, dst)
+    write(src / "kernels_1" / "f.f-2.py311.2.nbc", b"data 2")
+    sharing.pull(force=True)
+    got = {str(p.relative_to(dst)): p.read_bytes() for p in dst.rglob("*") if p.is_file()}
+    assert got == {"kernels_1/f.f-2.py311.nbi": f, "kernels_1/f.f-2.py311.1.nbc": b"data 1",
+                   "kernels_1/f.f-2.py311.2.nbc": b"data 2"}
+    write(src / "kernels_1" / "g.g-3.py311.nbi", b"not an index")  # unreadable: never copied
+    sharing.pull(force=True)
+    assert not (dst / "kernels_1" / "g.g-3.py311.nbi").exists()
 
 
 def test_sharing_looks_again_in_a_folder_whose_time_a_write_may_not_have_moved(tmp_path):
@@ -196,16 +228,16 @@ def test_sharing_looks_again_in_a_folder_whose_time_a_write_may_not_have_moved(t
     folder = src / "kernels_1"
     sharing = compiling.Sharing([src], dst)
     for recent, name in ((True, "a"), (False, "b")):
-        write(folder / f"{name}.f-1.py311.nbi", b"first")
+        write(folder / f"{name}.f-1.py311.nbi", index(f"{name}.f-1.py311"))
         stamp = time.time_ns() - (0 if recent else 10 * 10**9)
         os.utime(folder, ns=(stamp, stamp))
         sharing.pull()
-        write(folder / f"{name}.g-2.py311.nbi", b"written in the same tick")
+        write(folder / f"{name}.g-2.py311.nbi", later := index(f"{name}.g-2.py311"))
         os.utime(folder, ns=(stamp, stamp))
         sharing.pull()
         assert (dst / "kernels_1" / f"{name}.g-2.py311.nbi").exists() == recent
     sharing.pull(force=True)
-    assert (dst / "kernels_1" / "b.g-2.py311.nbi").read_bytes() == b"written in the same tick"
+    assert (dst / "kernels_1" / "b.g-2.py311.nbi").read_bytes() == later
 
 
 class Child:
@@ -225,14 +257,14 @@ def test_waiting_for_a_childs_observables_ends_at_its_marker_or_its_end(tmp_path
     def finish():  # the child: its functions cached, then its marker
         time.sleep(0.2)
         write(src / "observables_1" / "span.s-1.py311.1.nbc", b"data")
-        write(src / "observables_1" / "span.s-1.py311.nbi", b"index")
+        write(src / "observables_1" / "span.s-1.py311.nbi", SPAN)
         write(marker, b"")
 
     child = threading.Thread(target=finish)
     child.start()
     sharing.wait_for("float64")
     child.join()
-    assert (dst / "observables_1" / "span.s-1.py311.nbi").read_bytes() == b"index"
+    assert (dst / "observables_1" / "span.s-1.py311.nbi").read_bytes() == SPAN
     marker.unlink()
     begun = time.monotonic()
     sharing.wait_for("float32")  # a child that ended without its marker: no wait
@@ -275,7 +307,7 @@ def test_the_observables_of_x_alone_load_here_from_the_child_that_compiles_them(
 
 def test_sharing_into_a_cache_it_cannot_write_copies_nothing_and_goes_on(tmp_path):
     src, dst = tmp_path / "child", tmp_path / "cache"
-    write(src / "kernels_1" / "f.f-2.py311.nbi", b"index f")
+    write(src / "kernels_1" / "f.f-2.py311.nbi", index("f.f-2.py311"))
     dst.write_bytes(b"a file where the cache's folder would be")
     compiling.Sharing([src], dst).pull()
     assert dst.read_bytes() == b"a file where the cache's folder would be"

@@ -22,17 +22,19 @@ No two processes write one cache file: a function compiled by two processes into
 once can leave the index of one naming the data file of the other, and a crash when it loads;
 which is also why the workers never compile. A copied file is written under a temporary name
 and renamed, as Numba writes its own, and an index is read before its data files are copied,
-so that it names none not copied. A child that fails or is stopped leaves in the cache at
-most whole functions it had cached before (copied in as they came), and what else it would
-have compiled then compiles here, as if it had never started.
+so that it names none not copied; one whose data files are not all written yet (Numba writes
+a new function's index first) is copied later. A child that fails or is stopped leaves in the
+cache at most whole functions it had cached before (copied in as they came), and what else it
+would have compiled then compiles here, as if it had never started.
 Numba's events (numba.core.event), which `Sharing` listens to, tell it when a function is
 about to compile or load; without them it would copy nothing early, and compile the rest here.
 """
 
 from __future__ import annotations
 
-import glob
+import io
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -171,13 +173,15 @@ class Sharing:
                 for name in (e.name for e in _entries(folder)):
                     if not name.endswith(".nbi") or (folder, name) in self.done:
                         continue
-                    self.done.add((folder, name))
                     index = folder / name
-                    if not (into / name).exists() and _newer(index, self.since):
-                        try:
-                            _copy_function(index, into / name)
-                        except OSError:
-                            pass
+                    if (into / name).exists() or not _newer(index, self.since):
+                        self.done.add((folder, name))
+                        continue
+                    try:  # looked at again later while its data is not all written
+                        if _copy_function(index, into / name):
+                            self.done.add((folder, name))
+                    except OSError:
+                        self.done.add((folder, name))
 
     def wait_for(self, dtype: str) -> None:
         """Wait until the child that promised the observables of x alone for `dtype` has
@@ -214,28 +218,44 @@ class Sharing:
 
 
 def adopt(source: Path, target: Path) -> list[Path]:
-    """Copy into the cache `target` every function cached in `source` that `target` does not
-    hold (its data files, then its index), never replacing a file of target; returns the
-    indexes copied."""
+    """Copy into the cache `target` every function cached whole in `source` that `target`
+    does not hold (its data files, then its index), never replacing a file of target;
+    returns the indexes copied."""
     copied = []
     for index in sorted(source.rglob("*.nbi")):
         into = target / index.relative_to(source)
-        if not into.exists():
-            _copy_function(index, into)
+        if not into.exists() and _copy_function(index, into):
             copied.append(into)
     return copied
 
 
-def _copy_function(index: Path, into: Path) -> None:
+def _copy_function(index: Path, into: Path) -> bool:
     """A cached function's index `index` and its data files, copied beside `into` (its
-    index's new path): the index read first, so that it names no data file not copied
-    (a process still compiling writes a data file, then the index naming it)."""
+    index's new path), if each data file the index names is there: the index read first, so
+    that it names no data file not copied. Numba writes a new function's index, then its
+    data: an index read in between names a file not yet written, and nothing is copied
+    (returns False)."""
     text = index.read_bytes()
+    names = _data_names(text)
+    if names is None or not all((index.parent / name).exists() for name in names):
+        return False
     into.parent.mkdir(parents=True, exist_ok=True)
-    stem = glob.escape(index.name[: -len(".nbi")])
-    for data in sorted(index.parent.glob(f"{stem}.*.nbc")):
-        _place(data.read_bytes(), into.parent / data.name)
+    for name in sorted(names):
+        _place((index.parent / name).read_bytes(), into.parent / name)
     _place(text, into)
+    return True
+
+
+def _data_names(index: bytes) -> set[str] | None:
+    """The data files a Numba cache index names (a pickled format version, then the pickled
+    source stamp and {overload key: data file name}), or None if it cannot be read."""
+    try:
+        stream = io.BytesIO(index)
+        pickle.load(stream)  # a cache this run's own processes wrote
+        _, overloads = pickle.loads(stream.read())
+        return set(overloads.values())
+    except Exception:  # any index that cannot be read: not copied
+        return None
 
 
 def _place(data: bytes, target: Path) -> None:
