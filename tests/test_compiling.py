@@ -88,8 +88,8 @@ def test_warm_up_sends_the_split_variants_apart_then_loads_them(monkeypatch, pro
     calls, said = [], []
 
     class Elsewhere:
-        def __init__(self, plans, alone):
-            calls.append(("apart", [p.variant for p in plans], alone))
+        def __init__(self, plans, alone, saved):
+            calls.append(("apart", [p.variant for p in plans], alone, saved))
 
         def __enter__(self):
             return self
@@ -103,17 +103,30 @@ def test_warm_up_sends_the_split_variants_apart_then_loads_them(monkeypatch, pro
     monkeypatch.setattr(compiling, "elsewhere", Elsewhere)
     for strategy in (LANES, ROWS):
         monkeypatch.setitem(simulate.PATHS, strategy, simulate.Path(
-            lambda plan: calls.append(("warm", plan.variant))))
+            lambda plan: calls.append(("warm", plan.variant)), prepare=lambda plan: None))
     cold = compiling.warm_up(jobs, lambda names, seconds: said.append((names, seconds)),
                             processes)
     assert cold == TWO and said == [(TWO, cold_compile_seconds(TWO, processes))]
     if processes == 1:
-        assert calls == [("apart", [], []), ("warm", TWO[0]), ("mark", TWO[0]),
+        assert calls == [("apart", [], [], {"float64"}), ("warm", TWO[0]), ("mark", TWO[0]),
                          ("warm", TWO[1]), ("mark", TWO[1]), ("joined",)]
-    else:  # rows compiles in a child (after the observables of x alone for lanes) while
-        # lanes compiles here, then loads from the cache
-        assert calls == [("apart", [TWO[1]], ["float64"]), ("warm", TWO[0]), ("mark", TWO[0]),
-                         ("joined",), ("warm", TWO[1]), ("mark", TWO[1])]
+    else:  # rows' kernel compiles in a child (after the observables of x alone for lanes)
+        # while lanes compiles here with the saves' functions of both, then loads
+        assert calls == [("apart", [TWO[1]], ["float64"], {"float64"}), ("warm", TWO[0]),
+                         ("mark", TWO[0]), ("joined",), ("warm", TWO[1]), ("mark", TWO[1])]
+
+
+def test_a_child_compiles_a_kernel_alone_where_told_and_a_whole_variant_else(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "child"))
+    calls = []
+    for strategy in (LANES, ROWS):
+        monkeypatch.setitem(simulate.PATHS, strategy, simulate.Path(
+            lambda plan: calls.append(("warm", plan.variant)),
+            prepare=lambda plan: calls.append(("prepare", plan.variant))))
+    compiling._compile(str(tmp_path / "cache"), "0", compiling._unit(KernelPlan(ROWS, "float64"),
+                       kernel_only=True), compiling._unit(KernelPlan(LANES, "float32")))
+    assert calls == [("prepare", "rows-float64"), ("warm", "lanes-float32")]
 
 
 @pytest.mark.parametrize("held", [[], ["blocked-float32"], ["rows-float64-rk4"]])
@@ -123,7 +136,7 @@ def test_the_observables_of_x_alone_go_apart_unless_a_held_variant_has_them(monk
     alone = []
 
     class Elsewhere:
-        def __init__(self, plans, dtypes):
+        def __init__(self, plans, dtypes, saved):
             alone.append((plans, dtypes))
 
         def __enter__(self):

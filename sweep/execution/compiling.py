@@ -11,12 +11,15 @@ cache does not hold yet (`adopt`), and the children's variants then load from th
 What the variants share is compiled once where it can be. The observables of x alone
 (observables/extra.py: a third of a cold batched variant) go first to the first child, for
 the dtypes of the variants compiled here (a child of their own where no variant goes
-apart): this process, when it comes to them, waits for them and loads them. And while they
-compile, this process and its children each copy in, at every function they start to
-compile, what the others have cached meanwhile (`Sharing`): the saves' observables this
-process compiled, for instance, which a child's variant calls too, load there instead of
-compiling twice. A function two processes compile at once is compiled twice: CPU time for
-wall time, on CPUs the run is about to use.
+apart): this process, when it comes to them, waits for them and loads them. The batched
+variants (lanes, rows) are passed the functions of their saves (gramobs.saves) by address
+(numerics/passing.py), so a variant's kernel compiles without them: those functions compile
+here for the dtypes of the variants compiled here, and a child whose variant has such a
+dtype compiles its kernel alone (Path.prepare), which this process then calls with the
+functions it compiled. And while they compile, this process and its children each copy in,
+at every function they start to compile, what the others have cached meanwhile (`Sharing`).
+A function two processes compile at once is compiled twice: CPU time for wall time, on CPUs
+the run is about to use.
 
 No two processes write one cache file: a function compiled by two processes into one cache at
 once can leave the index of one naming the data file of the other, and a crash when it loads;
@@ -40,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -75,9 +78,12 @@ def warm_up(jobs: list[Job], compiling=lambda variants, seconds: None,
     cold = [name for name in kernels if not cache.holds(name)]
     here, apart = compile_split(cold, processes)
     alone = _alone([kernels[name].dtype for name in here]) if processes > 1 else []
+    # the saves' functions a batched variant is passed compile here for the dtypes of those
+    # compiled here: a child's variant of such a dtype compiles its kernel alone
+    saved = {kernels[name].dtype for name in here if PATHS[kernels[name].strategy].prepare}
     if cold:
         compiling(cold, cold_compile_seconds(cold, processes))
-    with elsewhere([kernels[name] for name in apart], alone):
+    with elsewhere([kernels[name] for name in apart], alone, saved):
         for name in here:
             PATHS[kernels[name].strategy].warm(kernels[name])
             cache.mark(name)
@@ -96,14 +102,17 @@ def _alone(dtypes: list[str]) -> list[str]:
 
 
 @contextmanager
-def elsewhere(plans: list[KernelPlan], alone: Sequence[str] = ()) -> Iterator[None]:
+def elsewhere(plans: list[KernelPlan], alone: Sequence[str] = (),
+              saved: Collection[str] = ()) -> Iterator[None]:
     """Compile `plans` in child processes while the body runs, the first child compiling
-    first the observables of x alone for the dtypes `alone` (a child of its own if no plans);
-    the body shares with them what each has cached meanwhile (Sharing) and waits for those
-    observables where it comes to them. On leaving, wait for the children and adopt into the
-    cache what each that succeeded compiled (killed if the body raises)."""
+    first the observables of x alone for the dtypes `alone` (a child of its own if no plans),
+    a plan of a dtype in `saved` without the functions its kernel is passed (the body
+    compiles those); the body shares with them what each has cached meanwhile (Sharing) and
+    waits for those observables where it comes to them. On leaving, wait for the children
+    and adopt into the cache what each that succeeded compiled (killed if the body
+    raises)."""
     first = [f"{ALONE}:{dtype}" for dtype in alone]
-    units = [[_unit(plan)] for plan in plans]
+    units = [[_unit(plan, plan.dtype in saved)] for plan in plans]
     if units:
         units[0] = first + units[0]
     elif first:
@@ -284,8 +293,10 @@ def _newer(path: Path, since: float) -> bool:
     return mtime is not None and mtime >= since * 1e9
 
 
-def _unit(plan: KernelPlan) -> str:
-    return f"{plan.strategy.name}:{plan.dtype}:{int(plan.symmetric)}:{plan.method}"
+def _unit(plan: KernelPlan, kernel_only: bool = False) -> str:
+    """A child's unit: `plan`, or its kernel without the functions it is passed."""
+    return (f"{plan.strategy.name}:{plan.dtype}:{int(plan.symmetric)}:{plan.method}:"
+            f"{int(kernel_only)}")
 
 
 def _done(folder: Path, unit: str) -> Path:
@@ -308,10 +319,11 @@ def _compile(source: str, since: str, *units: str) -> None:
                 warm(dtype)
                 _place(b"", _done(folder, unit))
             else:
-                symmetric, method = rest
+                symmetric, method, kernel_only = rest
                 plan = KernelPlan(STRATEGIES[name], dtype, symmetric=symmetric == "1",
                                   method=method)
-                PATHS[plan.strategy].warm(plan)
+                path = PATHS[plan.strategy]
+                (path.prepare if kernel_only == "1" and path.prepare else path.warm)(plan)
 
 
 if __name__ == "__main__":

@@ -326,12 +326,12 @@ def _blocked(job: Job, kernel: KernelPlan, x, obs, traj, flag, level: int):
                              symmetric=kernel.symmetric, level=level)
 
 
-def _lanes(args: tuple, level: int) -> int:
-    return integrate_lanes(*args, np.zeros(len(args[0]), dtype=np.int64), level)
+def _lanes(args: tuple, level: int, call=integrate_lanes) -> int:
+    return call(*args, np.zeros(len(args[0]), dtype=np.int64), level)
 
 
-def _rows(args: tuple, level: int) -> int:
-    return integrate_rows_batch(*args, level)
+def _rows(args: tuple, level: int, call=integrate_rows_batch) -> int:
+    return call(*args, level)
 
 
 def _pair_start(kernel: KernelPlan):
@@ -355,12 +355,22 @@ def _warm_blocked(kernel: KernelPlan) -> None:
         integrate_blocked(x.copy(), 1.0, True, *common, symmetric=kernel.symmetric, level=level)
 
 
-def _warm_batch(kernel: KernelPlan) -> None:
+def _batch_start(kernel: KernelPlan) -> tuple:
+    """A batch of one _pair_start system: the arguments of every batch of a variant."""
     x, common = _pair_start(kernel)
     one, status = np.ones(1), np.zeros(1, dtype=np.int64)
-    args = (x[None], one, True, kind(METHOD_CODES[kernel.method]), one * 0.1, 1, one * 1e-3,
+    return (x[None], one, True, kind(METHOD_CODES[kernel.method]), one * 0.1, 1, one * 1e-3,
             common[4][None], common[5][None], common[6], status)
-    PATHS[kernel.strategy].batch(args, SAVE_ALL)
+
+
+def _warm_batch(kernel: KernelPlan) -> None:
+    PATHS[kernel.strategy].batch(_batch_start(kernel), SAVE_ALL)
+
+
+def _prepared(batch, passing):
+    """A batched path's `prepare`: its kernel compiled (or loaded) for the variant, not the
+    save's functions it is passed (numerics/passing.py)."""
+    return lambda kernel: batch(_batch_start(kernel), SAVE_ALL, passing.compile)
 
 
 @dataclass(frozen=True)
@@ -368,17 +378,20 @@ class Path:
     """What a strategy (kernel.Strategy: the facts planning needs) calls: one(job, kernel, x,
     obs, traj, flag, level) -> (status, saves) integrates a job (the general path computes
     every column whatever the save level), batch(args, level) -> status a batch in one
-    compiled call (the strategy is batched), warm(kernel) compiles it."""
+    compiled call (the strategy is batched), warm(kernel) compiles it; prepare(kernel), for
+    a kernel that calls passed functions (numerics/passing.py), compiles that kernel alone,
+    not the functions (execution/compiling.py's children)."""
 
     warm: Callable[[KernelPlan], None]
     one: Callable | None = None
     batch: Callable[[tuple, int], int] | None = None
+    prepare: Callable[[KernelPlan], None] | None = None
 
 
 PATHS: dict[Strategy, Path] = {
     GENERAL: Path(_warm_general, one=_general),
     BLOCKED: Path(_warm_blocked, one=_blocked),
-    LANES: Path(_warm_batch, batch=_lanes),
-    ROWS: Path(_warm_batch, batch=_rows),
+    LANES: Path(_warm_batch, batch=_lanes, prepare=_prepared(_lanes, integrate_lanes)),
+    ROWS: Path(_warm_batch, batch=_rows, prepare=_prepared(_rows, integrate_rows_batch)),
     LAYERS: Path(lambda kernel: stack.warm_up(kernel.dtype)),
 }

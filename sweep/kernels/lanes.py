@@ -36,7 +36,8 @@ from sweep.kernels.timeloop import implement
 from sweep.numerics import simd as v
 from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
 from sweep.numerics.expfast import exp1
-from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.numerics.passing import Passing
+from sweep.observables.gramobs import saves
 from sweep.observables.groups import Groups, groups_scratch
 from sweep.observables.summary import clustered_fraction
 
@@ -105,7 +106,8 @@ class Block(NamedTuple):
     state X: [n, d, P] as the saves read it, each lane's beta and eps ([P]), and the block's
     rows of the outputs (xs, obs, traj, status, recorded); alive: [P], whose run goes on;
     last: [1], the save whose close pairs the next step counts (SAVE_CLOSE); t, m, r: [P] and
-    g, e, rows, acc, parent, grp: a save's scratch."""
+    g, e, rows, acc, parent, grp: a save's scratch; weighted, pairs: the save's functions
+    (gramobs.saves), passed by address."""
 
     lanes: Lanes
     X: np.ndarray
@@ -129,10 +131,13 @@ class Block(NamedTuple):
     acc: np.ndarray
     parent: np.ndarray
     grp: Groups
+    weighted: object
+    pairs: object
 
 
 @jit_fma_inline
-def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, recorded, level):
+def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, recorded, level,
+           weighted, pairs):
     """Systems lo..hi-1 as a Block: P lanes, the last system repeated up to a multiple of the
     vector width (the extra lanes' numbers are never read)."""
     n, d = xs.shape[1], xs.shape[2]
@@ -154,7 +159,7 @@ def _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status, rec
                  recorded[lo:hi], np.ones(P, dtype=np.bool_), np.zeros(1, dtype=np.int64),
                  level, xs.itemsize == 4, np.empty(P), np.empty(P), np.empty(P),
                  np.empty((n, n)), np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
-                 np.empty(n, dtype=np.int64), groups_scratch(n, d))
+                 np.empty(n, dtype=np.int64), groups_scratch(n, d), weighted, pairs)
 
 
 @jit_fma_inline
@@ -200,10 +205,11 @@ def _record(blk, X, b, out):
         for i in range(g.shape[0]):
             for j in range(g.shape[1]):
                 e[i, j] = exp1(beta * (g[i, j] - c))
-        observe_weighted(x, g, e, beta, c, blk.eps[b], out, blk.rows, blk.acc, blk.parent,
-                         blk.grp)
+        weighted = blk.weighted
+        weighted(x, g, e, beta, c, blk.eps[b], out, blk.rows, blk.acc, blk.parent, blk.grp)
     else:
-        observe_pairs(x, g, blk.eps[b], blk.level, out, blk.rows, blk.acc, blk.parent)
+        pairs = blk.pairs
+        pairs(x, g, blk.eps[b], blk.level, out, blk.rows, blk.acc, blk.parent)
 
 
 @jit_fma_inline
@@ -252,8 +258,8 @@ def _finish(blk):
 
 
 @jit_fma
-def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
-                    status, recorded, level):
+def _integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
+                     status, recorded, level, weighted, pairs):
     """rows.integrate_rows_batch's arguments and results, the systems in blocks of up to
     LANES lanes (blocks of near-equal size, each padded to a multiple of simd.WIDTH),
     each block run to the end before the next; recorded: [B] int64, the saves each system
@@ -264,8 +270,17 @@ def integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tra
     for k in range(blocks):
         lo, hi = k * B // blocks, (k + 1) * B // blocks
         blk = _block(xs, betas, softmax, method, dts, epss, lo, hi, obs, traj, status,
-                     recorded, level)
+                     recorded, level, weighted, pairs)
         if run(blk, blk.X, save_stride, blk.obs, blk.traj, stop)[0] == STOPPED:
             return STOPPED
         _finish(blk)
     return OK
+
+
+def _saves(args: tuple) -> tuple:
+    return saves(args[0].dtype)
+
+
+# the entry, called from Python: each save's observables computed by gramobs' functions,
+# passed by address (numerics/passing.py), not compiled into the path's code
+integrate_lanes = Passing(_integrate_lanes, _saves)

@@ -22,7 +22,8 @@ from sweep.kernels.sphere import combine_dt, shift_dt
 from sweep.kernels.timeloop import implement
 from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.numerics.expfast import exp1
-from sweep.observables.gramobs import observe_pairs, observe_weighted
+from sweep.numerics.passing import Passing
+from sweep.observables.gramobs import saves
 from sweep.observables.groups import Groups, groups_scratch
 
 FRESH_GRAM, FRESH_WEIGHTS = 1, 2  # what a save left in System.e for the next step
@@ -249,6 +250,8 @@ class System(NamedTuple):
     grp: Groups
     level: int  # SAVE_ALL, or only those of the Gram matrix (SAVE_PAIRS, SAVE_COUNTS)
     fresh: np.ndarray
+    weighted: object  # the save's functions (gramobs.saves), passed by address
+    pairs: object
 
 
 @jit_inline
@@ -298,12 +301,14 @@ def _record(system, x, obs, s):
     r = system
     if r.level != SAVE_ALL:
         gram(r.xt, r.e, 1.0, 0.0)
-        observe_pairs(x, r.e, r.eps, r.level, obs[s], r.rows, r.acc, r.parent)
+        pairs = r.pairs
+        pairs(x, r.e, r.eps, r.level, obs[s], r.rows, r.acc, r.parent)
         r.fresh[0] = FRESH_GRAM
         return
     gram(r.xt, r.g, 1.0, 0.0)
     weights(r.g, r.e, r.beta, r.c)
-    observe_weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
+    weighted = r.weighted
+    weighted(x, r.g, r.e, r.beta, r.c, r.eps, obs[s], r.rows, r.acc, r.parent, r.grp)
     r.fresh[0] = FRESH_WEIGHTS
 
 
@@ -311,15 +316,12 @@ run = implement(System, _advance, _record)
 
 
 @jit_fast_inline
-def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
-                   level=SAVE_ALL):
-    """drive.integrate for the fast case: same arguments (beta, softmax flag for the model),
-    same outputs and status codes. x: [n, d] float64 or float32, advanced in place.
-    level: SAVE_ALL records every observable, the others of codes.save_level less (NaN in
-    the columns they leave out). Inlined into integrate_rows_batch, the path's entry: called,
-    its whole linked code was optimised and compiled to machine code again inside the batch's
-    (3 s of a cold start).
-    """
+def _integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop, level,
+                    weighted, pairs):
+    """integrate_rows, its save's observables computed by the functions passed (weighted,
+    pairs: gramobs.saves). Inlined into _integrate_rows_batch, the path's entry: called,
+    its whole linked code was optimised and compiled to machine code again inside the
+    batch's (3 s of a cold start)."""
     n, d = x.shape
     xt = np.empty((d, n))
     _load(x, xt)
@@ -327,13 +329,13 @@ def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, st
                     np.empty((methods.STAGES, d, n)), np.empty((2, n)), np.empty((n, n)),
                     np.empty((n, n)), np.empty((n, 6)), np.empty((4, n)),
                     np.empty(n, dtype=np.int64), groups_scratch(n, d), level,
-                    np.zeros(1, dtype=np.int64))
+                    np.zeros(1, dtype=np.int64), weighted, pairs)
     return run(system, x, save_stride, obs, traj, stop)
 
 
 @jit_fast
-def integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
-                         status, level):
+def _integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, obs, traj, stop,
+                          status, level, weighted, pairs):
     """integrate_rows for B systems of one shape in one compiled call, one after another, so
     a sweep of small systems pays its Python and I/O costs per batch, not per system. Each
     system gets exactly integrate_rows' arithmetic: the batch size changes no bit.
@@ -344,11 +346,30 @@ def integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, obs
     or STOPPED as soon as one system stops (the systems after it are not started).
     """
     for b in range(xs.shape[0]):
-        status[b] = integrate_rows(xs[b], betas[b], softmax, method, dts[b], save_stride,
-                                   epss[b], obs[b], traj[b], stop, level)[0]
+        status[b] = _integrate_rows(xs[b], betas[b], softmax, method, dts[b], save_stride,
+                                    epss[b], obs[b], traj[b], stop, level, weighted, pairs)[0]
         if status[b] == STOPPED:
             return STOPPED
     return OK
+
+
+def _saves(args: tuple) -> tuple:
+    return saves(args[0].dtype)
+
+
+# the entries, called from Python: each save's observables computed by gramobs' functions,
+# passed by address (numerics/passing.py), not compiled into the path's code
+integrate_rows_batch = Passing(_integrate_rows_batch, _saves)
+_integrate_one = Passing(_integrate_rows, _saves)
+
+
+def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,
+                   level=SAVE_ALL):
+    """drive.integrate for the fast case: same arguments (beta, softmax flag for the model),
+    same outputs and status codes. x: [n, d] float64 or float32, advanced in place.
+    level: SAVE_ALL records every observable, the others of codes.save_level less (NaN in
+    the columns they leave out)."""
+    return _integrate_one(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop, level)
 
 
 @jit_fast

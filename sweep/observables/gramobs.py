@@ -19,12 +19,16 @@ and with groups one more pass over the weights (outside_columns; tiles.py: outsi
 outside_upper) sums sum_{j outside i's cluster} w_ij directly (no cancellation however small).
 """
 
+import functools
+
 import numpy as np
+from numba import typeof, types
 
 from sweep.numerics._jit import jit_fast, jit_fma
 from sweep.numerics.expfast import exp1
+from sweep.numerics.passing import function_type
 from sweep.observables.extra import standalone
-from sweep.observables.groups import label_clusters, resolve
+from sweep.observables.groups import groups_scratch, label_clusters, resolve
 from sweep.observables.records import (
     COLUMN,
     SAVE_ALL,
@@ -262,3 +266,17 @@ def column_sums(g, w, beta, c, acc, rows):
             mn[i] = min(mn[i], gj[i])
     for i in range(n):
         put_row(rows, i, beta, z[i], t[i], s[i], s[i] - g[i, i], mn[i], w[i, i])
+
+
+@functools.cache
+def saves(dtype: np.dtype) -> tuple:
+    """((observe_weighted, its type), (observe_pairs, its type)): the functions the saves
+    of rows.py and lanes.py are passed for tokens x of `dtype`, each with the first-class
+    type of its call there (numerics/passing.py): x: [n, d] of dtype, the scratch float64
+    (parent int64), every array C-contiguous, grp a groups.Groups."""
+    x = typeof(np.empty((1, 1), dtype=np.dtype(dtype)))
+    f2, f1, i1 = typeof(np.empty((1, 1))), typeof(np.empty(1)), typeof(np.empty(1, np.int64))
+    grp = typeof(groups_scratch.py_func(2, 1))
+    f8 = types.float64
+    return ((observe_weighted, function_type(x, f2, f2, f8, f8, f8, f1, f2, f2, i1, grp)),
+            (observe_pairs, function_type(x, f2, f8, types.int64, f1, f2, f2, i1)))
