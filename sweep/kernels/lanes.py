@@ -37,7 +37,7 @@ from sweep.numerics import simd as v
 from sweep.numerics._jit import jit, jit_fma, jit_fma_inline
 from sweep.numerics.expfast import exp1
 from sweep.numerics.passing import Passing
-from sweep.observables.gramobs import saves
+from sweep.observables.gramobs import saves_of
 from sweep.observables.groups import Groups, groups_scratch
 from sweep.observables.summary import clustered_fraction
 
@@ -277,10 +277,6 @@ def _integrate_lanes(xs, betas, softmax, method, dts, save_stride, epss, obs, tr
     return OK
 
 
-def _saves(args: tuple) -> tuple:
-    return saves(args[0].dtype)
-
-
 # the entry, called from Python: each save's observables computed by gramobs' functions,
 # passed by address (numerics/passing.py), not compiled into the path's code
-integrate_lanes = Passing(_integrate_lanes, _saves)
+integrate_lanes = Passing(_integrate_lanes, saves_of)

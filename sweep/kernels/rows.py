@@ -23,7 +23,7 @@ from sweep.kernels.timeloop import implement
 from sweep.numerics._jit import jit_fast, jit_fast_inline, jit_fma, jit_inline
 from sweep.numerics.expfast import exp1
 from sweep.numerics.passing import Passing
-from sweep.observables.gramobs import saves
+from sweep.observables.gramobs import saves_of
 from sweep.observables.groups import Groups, groups_scratch
 
 FRESH_GRAM, FRESH_WEIGHTS = 1, 2  # what a save left in System.e for the next step
@@ -353,14 +353,10 @@ def _integrate_rows_batch(xs, betas, softmax, method, dts, save_stride, epss, ob
     return OK
 
 
-def _saves(args: tuple) -> tuple:
-    return saves(args[0].dtype)
-
-
 # the entries, called from Python: each save's observables computed by gramobs' functions,
 # passed by address (numerics/passing.py), not compiled into the path's code
-integrate_rows_batch = Passing(_integrate_rows_batch, _saves)
-_integrate_one = Passing(_integrate_rows, _saves)
+integrate_rows_batch = Passing(_integrate_rows_batch, saves_of)
+_integrate_one = Passing(_integrate_rows, saves_of)
 
 
 def integrate_rows(x, beta, softmax, method, dt, save_stride, eps, obs, traj, stop,

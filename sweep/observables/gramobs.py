@@ -280,3 +280,8 @@ def saves(dtype: np.dtype) -> tuple:
     f8 = types.float64
     return ((observe_weighted, function_type(x, f2, f2, f8, f8, f8, f1, f2, f2, i1, grp)),
             (observe_pairs, function_type(x, f2, f8, types.int64, f1, f2, f2, i1)))
+
+
+def saves_of(args: tuple) -> tuple:
+    """saves() for the arguments of a fast path's kernel, the tokens first."""
+    return saves(args[0].dtype)
